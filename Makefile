@@ -1,0 +1,33 @@
+# make demo: run the whole pipeline on the bundled sample project.
+# make test: run the full test suite.
+# Both create .venv if missing and install what they need from this repository's own files.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.xcompat-installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml constraints/test.txt
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints/test.txt -e '.[test]'
+	@if command -v npm >/dev/null 2>&1; then npm install --silent --no-audit --no-fund; \
+	 else echo "npm not found: GitHub OpenAPI and expression checks will be skipped"; fi
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/xcompat run
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) node_modules .xcompat-out build dist

@@ -1,0 +1,3 @@
+from xcompat.cli import main
+
+raise SystemExit(main())

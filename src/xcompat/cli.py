@@ -1,0 +1,128 @@
+"""Command-line entry point.
+
+Subcommands are data: ``COMMANDS`` maps a command path to the module that implements it
+and its one-line help. Only the module of the command being run is imported, so
+``xcompat --help`` stays fast. Each command module provides
+
+    def configure_parser(parser: argparse.ArgumentParser) -> None
+    def execute(args: argparse.Namespace) -> int
+
+``main`` is the only place that catches ``XcompatError`` and turns it into an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from xcompat import __version__
+from xcompat.errors import Interrupted, XcompatError
+
+# (group, command) or (command,) -> (module, help)
+COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("matrix", "validate"): ("xcompat.commands.matrix_validate", "check a matrix file: YAML, schema, duplicate keys"),
+    ("matrix", "sign"): ("xcompat.commands.matrix_sign", "bump serial and sign a matrix with an SSH key"),
+    ("matrix", "verify"): ("xcompat.commands.matrix_verify", "verify a matrix signature against allowed_signers"),
+    ("matrix", "plan"): ("xcompat.commands.matrix_plan", "expand a matrix into CI jobs (json, github, gitlab, cibuildwheel)"),
+    ("keys", "fingerprint"): ("xcompat.commands.keys_fingerprint", "print the SHA256 fingerprint of an SSH public key"),
+    ("build",): ("xcompat.commands.build", "build, repair and audit wheels for this runner's cells"),
+    ("abi", "diff"): ("xcompat.commands.abi_diff", "diff the binary and Python interface of two wheels"),
+    ("abi", "snapshot"): ("xcompat.commands.abi_snapshot", "write a gzipped ABI manifest to diff against later"),
+    ("abi", "links"): ("xcompat.commands.abi_links", "resolve an extension's symbols against torch versions"),
+    ("abi", "stable"): ("xcompat.commands.abi_stable", "audit an extension's use of LibTorch's stable ABI"),
+    ("probe",): ("xcompat.commands.probe", "describe this machine's device stack and check it"),
+    ("kernels", "run"): ("xcompat.commands.kernels_run", "build and run the conformance kernels with a fallback chain"),
+    ("test",): ("xcompat.commands.test", "run a project's tests, each isolated, with crash, hang and leak detection"),
+    ("coverage", "collect"): ("xcompat.commands.coverage_collect", "gather Python and native coverage in a test cell"),
+    ("coverage", "merge"): ("xcompat.commands.coverage_merge", "merge the coverage of all cells, with diff coverage"),
+    ("report",): ("xcompat.commands.report", "render and deliver the report (GitHub, GitLab, Markdown, JSON)"),
+    ("gate",): ("xcompat.commands.gate", "release gate: refuse a tag unless the matrix was satisfied"),
+    ("run",): ("xcompat.commands.run", "run the whole pipeline locally and write report.md/json/html"),
+}
+
+GROUP_HELP = {
+    "matrix": "the signed test matrix",
+    "keys": "SSH keys",
+    "abi": "ABI diff and torch link checks",
+    "kernels": "device conformance kernels",
+    "coverage": "merged Python and native coverage",
+}
+
+
+def _selected(argv: Sequence[str]) -> tuple[str, ...] | None:
+    words = [a for a in argv if not a.startswith("-")]
+    for key in COMMANDS:
+        if tuple(words[: len(key)]) == key:
+            return key
+    return None
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xcompat",
+        description="Cross-architecture compatibility CI for Python packages with native extensions.",
+        epilog="Exit codes: 0 ok, 1 check failed, 2 usage/input error, 3 verification failed, "
+        "4 external tool failed, 5 backend/tool unavailable, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"xcompat {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (repeatable)")
+    top = parser.add_subparsers(dest="command", metavar="COMMAND")
+    groups: dict[str, argparse._SubParsersAction] = {}
+    selected = _selected(argv)
+    for key, (module, help_text) in COMMANDS.items():
+        if len(key) == 1:
+            sub = top.add_parser(key[0], help=help_text, description=help_text)
+        else:
+            if key[0] not in groups:
+                gp = top.add_parser(key[0], help=GROUP_HELP[key[0]], description=GROUP_HELP[key[0]])
+                groups[key[0]] = gp.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+            sub = groups[key[0]].add_parser(key[1], help=help_text, description=help_text)
+        sub.set_defaults(_module=module)
+        if key == selected:
+            mod = importlib.import_module(module)
+            mod.configure_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from xcompat.log import configure
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(argv)
+    except ModuleNotFoundError as exc:
+        print(f"xcompat: this command is not available in this installation ({exc.name})", file=sys.stderr)
+        return 5
+    args = parser.parse_args(argv)
+    log = configure(verbosity=args.verbose)
+    module = getattr(args, "_module", None)
+    if module is None:
+        parser.print_help()
+        return 2
+    try:
+        mod = importlib.import_module(module)
+        return int(mod.execute(args) or 0)
+    except XcompatError as exc:
+        report_error(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        report_error(Interrupted("interrupted; no partial results were written"))
+        return Interrupted.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+def report_error(exc: XcompatError) -> None:
+    from xcompat.log import get_logger
+
+    log = get_logger()
+    text = exc.message + (f" ({exc.hint})" if exc.hint else "")
+    log.error(text, file=exc.file, line=exc.line, column=exc.column)
+    for detail in exc.details:
+        log.info(f"  {detail}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Typed, frozen objects shared by every stage: the cell of a test matrix.
+
+A *cell* is one job of the expanded matrix: a Python version on a platform/arch, with a
+device backend and framework versions. Every stage's result JSON names the cell it ran
+in by ``cell_id``; the report and the release gate join results to the plan by that id.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Backend = Literal["cpu", "cuda", "rocm", "mps"]
+BACKENDS: tuple[Backend, ...] = ("cpu", "cuda", "rocm", "mps")
+Platform = Literal["linux", "macos", "windows"]
+
+# Outcome of one cell or one stage in a cell, as the report and gate understand it.
+Status = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    id: str
+    python: str  # "3.12", "3.13t" (free-threaded)
+    platform: Platform
+    arch: str  # x86_64, aarch64, arm64, AMD64
+    backend: Backend
+    required: bool = True
+    toolkit: str | None = None  # CUDA "12.8", ROCm "6.2"
+    gpu_archs: tuple[str, ...] = ()  # sm_80, gfx90a
+    frameworks: tuple[tuple[str, str], ...] = ()  # (("torch", "2.5"), ("numpy", "2.1"))
+    runs_on: tuple[str, ...] = ()
+    policy: str | None = None  # manylinux_2_28, musllinux_1_2, or a macOS deployment target "11.0"
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def free_threaded(self) -> bool:
+        return self.python.endswith("t")
+
+    def framework(self, name: str) -> str | None:
+        return dict(self.frameworks).get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpu_archs"] = list(self.gpu_archs)
+        data["frameworks"] = dict(self.frameworks)
+        data["runs_on"] = list(self.runs_on)
+        data["extra"] = dict(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        return cls(
+            id=data["id"],
+            python=str(data["python"]),
+            platform=data["platform"],
+            arch=data["arch"],
+            backend=data["backend"],
+            required=bool(data.get("required", True)),
+            toolkit=data.get("toolkit"),
+            gpu_archs=tuple(data.get("gpu_archs", ())),
+            frameworks=tuple(sorted((str(k), str(v)) for k, v in dict(data.get("frameworks", {})).items())),
+            runs_on=tuple(data.get("runs_on", ())),
+            policy=data.get("policy"),
+            extra=tuple(sorted((str(k), str(v)) for k, v in dict(data.get("extra", {})).items())),
+        )
+
+
+def cell_id(
+    python: str,
+    platform: str,
+    arch: str,
+    backend: str,
+    toolkit: str | None = None,
+    frameworks: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """Stable, filename- and job-name-safe id: ``py3.12-linux-x86_64-cuda12.8-torch2.5``."""
+    parts = [f"py{python}", platform, arch, backend + (toolkit or "")]
+    parts += [f"{name}{version}" for name, version in sorted(frameworks)]
+    return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(parts))

@@ -1,0 +1,1 @@
+"""Helpers for testing native extensions on every device backend (pytest plugin, strategies, reference checks)."""

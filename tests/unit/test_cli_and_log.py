@@ -1,0 +1,64 @@
+import io
+import subprocess
+import sys
+
+import pytest
+
+from xcompat import cli
+from xcompat.errors import InputError, VerificationError
+from xcompat.log import Logger
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for key in cli.COMMANDS:
+        assert key[0] in out
+
+
+def test_help_does_not_import_command_modules():
+    code = (
+        "import sys; from xcompat import cli\n"
+        "try:\n    cli.main(['--help'])\nexcept SystemExit: pass\n"
+        "bad = [m for m in sys.modules if m.startswith('xcompat.commands.') or m in ('torch', 'numpy', 'jsonschema', 'yaml', 'cryptography')]\n"
+        "print('\n' + ','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == ""
+
+
+def test_error_message_names_file_line_and_hint():
+    err = InputError("unknown key 'pythn'", file="m.yml", line=3, column=5, hint="did you mean 'python'?")
+    assert str(err) == "m.yml:3:5: unknown key 'pythn' (did you mean 'python'?)"
+    assert err.exit_code == 2
+    assert VerificationError("x").exit_code == 3
+
+
+def test_github_annotations_are_escaped_and_capped():
+    buf = io.StringIO()
+    log = Logger({"GITHUB_ACTIONS": "true"}, buf)
+    for i in range(12):
+        log.error(f"bad\nthing {i}", file="a,b.py", line=i + 1)
+    lines = buf.getvalue().splitlines()
+    annotations = [ln for ln in lines if ln.startswith("::error")]
+    assert len(annotations) == 10
+    assert annotations[0] == "::error file=a%2Cb.py,line=1::bad%0Athing 0"
+    assert any("error: a,b.py:12: bad" in ln for ln in lines)
+
+
+def test_gitlab_sections_and_github_outputs(tmp_path):
+    buf = io.StringIO()
+    log = Logger({"GITLAB_CI": "true"}, buf)
+    with log.group("build wheels"):
+        log.info("inside")
+    text = buf.getvalue()
+    assert "section_start:" in text and "[collapsed=true]" in text and "section_end:" in text
+    out = tmp_path / "out"
+    gh = Logger({"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(out)}, io.StringIO())
+    assert gh.set_output("matrix", '{"a":\n1}')
+    body = out.read_text()
+    name, rest = body.split("<<", 1)
+    delim = rest.splitlines()[0]
+    assert name == "matrix" and body.endswith(delim + "\n") and '{"a":\n1}' in body
