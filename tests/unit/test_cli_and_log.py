@@ -23,10 +23,10 @@ def test_help_does_not_import_command_modules():
         "import sys; from xcompat import cli\n"
         "try:\n    cli.main(['--help'])\nexcept SystemExit: pass\n"
         "bad = [m for m in sys.modules if m.startswith('xcompat.commands.') or m in ('torch', 'numpy', 'jsonschema', 'yaml', 'cryptography')]\n"
-        "print('\n' + ','.join(bad))"
+        "sys.stderr.write('LOADED=' + ','.join(bad))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[-1] == ""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stderr.strip() == "LOADED="
 
 
 def test_error_message_names_file_line_and_hint():
