@@ -1,0 +1,1 @@
+../../sample-ext/sample_ext/_ops_loader.py

@@ -1,0 +1,1 @@
+../sample-ext/setup.py

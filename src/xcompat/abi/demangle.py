@@ -1,0 +1,78 @@
+"""Demangle C++ symbol names (Itanium ABI), in process and in bulk.
+
+Uses ``__cxa_demangle`` from the C++ runtime this Python already has (libstdc++ or
+libc++) through ``ctypes``: no subprocess, no dependency, about a microsecond a name.
+When no C++ runtime can be loaded (a minimal container), names are piped through one
+``c++filt`` process in a batch; when neither exists, names are returned unchanged.
+A separate package (``cxxfilt``) would wrap the same function, so it is not required.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import shutil
+import subprocess
+from collections.abc import Iterable
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def _runtime():
+    for name in ("stdc++", "c++", "c++abi"):
+        found = ctypes.util.find_library(name)
+        candidates = [found] if found else []
+        candidates += {"stdc++": ["libstdc++.so.6"], "c++": ["libc++.1.dylib", "libc++.so.1"]}.get(name, [])
+        for cand in candidates:
+            try:
+                lib = ctypes.CDLL(cand)
+                fn = lib.__cxa_demangle
+            except (OSError, AttributeError):
+                continue
+            fn.restype = ctypes.c_void_p
+            fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+            libc.free.argtypes = [ctypes.c_void_p]
+            return fn, libc.free
+    return None
+
+
+def _mangled(name: str) -> bool:
+    return name.startswith("_Z") or name.startswith("__Z")
+
+
+def demangle(name: str) -> str:
+    """The demangled form of one symbol (version suffix ``@V`` kept), or the name itself."""
+    return demangle_many([name])[0]
+
+
+def demangle_many(names: Iterable[str]) -> list[str]:
+    names = list(names)
+    out = list(names)
+    todo = [i for i, n in enumerate(names) if _mangled(n.partition("@")[0])]
+    if not todo:
+        return out
+    rt = _runtime()
+    if rt is not None:
+        fn, free = rt
+        status = ctypes.c_int()
+        for i in todo:
+            base, sep, ver = names[i].partition("@")
+            if base.startswith("__Z"):
+                base = base[1:]  # Mach-O keeps an extra underscore
+            ptr = fn(base.encode(), None, None, ctypes.byref(status))
+            if ptr and status.value == 0:
+                out[i] = ctypes.string_at(ptr).decode("utf-8", "replace") + (f"@{ver}" if sep else "")
+            if ptr:
+                free(ptr)
+        return out
+    tool = shutil.which("c++filt")
+    if tool:
+        bases = [names[i].partition("@")[0] for i in todo]
+        proc = subprocess.run([tool], input="\n".join(bases) + "\n", capture_output=True, text=True, check=False)
+        lines = proc.stdout.splitlines()
+        if proc.returncode == 0 and len(lines) == len(todo):
+            for i, line in zip(todo, lines):
+                _b, sep, ver = names[i].partition("@")
+                out[i] = line + (f"@{ver}" if sep else "")
+    return out

@@ -1,0 +1,329 @@
+"""A small, fast reader for the dynamic interface of ELF shared objects.
+
+Hand-written on ``mmap`` + ``struct`` rather than built on pyelftools: on ``libtorch_cpu.so``
+(about 75,000 exported symbols) pyelftools needs about 12 s for the symbol table and its
+version sections, while ``struct.iter_unpack`` over the same bytes needs a few hundred
+milliseconds. Only what an ABI check needs is read:
+
+* ``.dynsym`` / ``.dynstr``: exported (defined, global/weak/unique, default or protected
+  visibility) and imported (undefined) symbols, with type and ``st_size``;
+* ``.gnu.version`` / ``.gnu.version_d`` / ``.gnu.version_r``: symbol version nodes that the
+  object defines and the ones it needs from each library (glibc, libstdc++ floors);
+* ``.dynamic``: ``DT_SONAME``, ``DT_NEEDED``, ``DT_RPATH``, ``DT_RUNPATH``;
+* the bytes of ``.nv_fatbin`` (CUDA device code), and the NumPy C-API target string.
+
+Malformed input raises :class:`ElfError` naming the file and the place that is wrong.
+"""
+
+from __future__ import annotations
+
+import array
+import mmap
+import re
+import struct
+import sys
+from pathlib import Path
+
+from xcompat.abi.binary import ELF_MACHINES, LibraryInterface
+
+ELF_MAGIC = b"\x7fELF"
+
+SHT_STRTAB = 3
+SHT_DYNAMIC = 6
+SHT_NOBITS = 8
+SHT_DYNSYM = 11
+SHT_GNU_VERDEF = 0x6FFFFFFD
+SHT_GNU_VERNEED = 0x6FFFFFFE
+SHT_GNU_VERSYM = 0x6FFFFFFF
+
+DT_NULL = 0
+DT_NEEDED = 1
+DT_SONAME = 14
+DT_RPATH = 15
+DT_RUNPATH = 29
+
+STB_GLOBAL = 1
+STB_WEAK = 2
+STB_GNU_UNIQUE = 10
+STV_DEFAULT = 0
+STV_PROTECTED = 3
+
+# st_info type -> one-letter kind used in manifests (nm-like, lower-cased meaning "any binding").
+_TYPE_CHAR = {0: "n", 1: "o", 2: "f", 3: "s", 4: "l", 5: "c", 6: "t", 10: "i"}
+
+# NumPy bakes its C-API target into the message that ``import_array()`` prints on mismatch.
+_NUMPY_TARGET = re.compile(rb"compiled against NumPy C-API version 0x[%\w]+ \(NumPy ([0-9]+\.[0-9]+)\)")
+
+
+class ElfError(ValueError):
+    """The file is not a readable ELF shared object."""
+
+
+ElfInterface = LibraryInterface
+
+
+class _Layout:
+    """Struct formats for one ELF class and byte order."""
+
+    def __init__(self, elf_class: int, order: str) -> None:
+        o = order
+        if elf_class == 2:
+            self.ehdr = struct.Struct(o + "HHIQQQIHHHHHH")
+            self.shdr = struct.Struct(o + "IIQQQQIIQQ")
+            self.sym = struct.Struct(o + "IBBHQQ")
+            self.sym_fields = (0, 1, 2, 3, 5)  # name, info, other, shndx, size
+            self.dyn = struct.Struct(o + "qQ")
+        else:
+            self.ehdr = struct.Struct(o + "HHIIIIIHHHHHH")
+            self.shdr = struct.Struct(o + "IIIIIIIIII")
+            self.sym = struct.Struct(o + "IIIBBH")
+            self.sym_fields = (0, 3, 4, 5, 2)
+            self.dyn = struct.Struct(o + "iI")
+        self.verdef = struct.Struct(o + "HHHHIII")
+        self.verdaux = struct.Struct(o + "II")
+        self.verneed = struct.Struct(o + "HHIII")
+        self.vernaux = struct.Struct(o + "IHHII")
+        self.half_array = o + "H"
+
+
+def is_elf(head: bytes) -> bool:
+    return head[:4] == ELF_MAGIC
+
+
+def read_elf(
+    path: str | Path, *, display_name: str | None = None, want_fatbin: bool = True, symbols: bool = True
+) -> ElfInterface:
+    """Read the dynamic interface of the ELF file at ``path`` (``symbols=False``: only ``.dynamic``)."""
+    name = display_name or str(path)
+    with open(path, "rb") as fh:
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:
+            raise ElfError(f"{name}: empty file, not an ELF object") from None
+        try:
+            return _read(mm, name, want_fatbin, symbols)
+        finally:
+            mm.close()
+
+
+def read_elf_bytes(data: bytes, *, display_name: str = "<bytes>", want_fatbin: bool = True) -> ElfInterface:
+    return _read(memoryview(data), display_name, want_fatbin)
+
+
+def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterface:  # noqa: C901 - one linear parse
+    size = len(buf)
+    if size < 16 or bytes(buf[:4]) != ELF_MAGIC:
+        raise ElfError(f"{name}: not an ELF file (bad magic at offset 0)")
+    elf_class, data_enc = buf[4], buf[5]
+    if elf_class not in (1, 2) or data_enc not in (1, 2):
+        raise ElfError(f"{name}: unsupported ELF class/encoding {elf_class}/{data_enc} at offset 4")
+    lay = _Layout(elf_class, "<" if data_enc == 1 else ">")
+    if size < 16 + lay.ehdr.size:
+        raise ElfError(f"{name}: truncated ELF header ({size} bytes)")
+    eh = lay.ehdr.unpack_from(buf, 16)
+    e_machine, e_shoff, e_shentsize, e_shnum, e_shstrndx = eh[1], eh[5], eh[10], eh[11], eh[12]
+    info = LibraryInterface(path=name, format="elf", arch=ELF_MACHINES.get(e_machine, f"em{e_machine}"))
+    if e_shoff == 0 or e_shnum == 0:
+        raise ElfError(f"{name}: no section headers (stripped with --strip-sections?); cannot read symbols")
+    if e_shentsize != lay.shdr.size or e_shoff + e_shnum * e_shentsize > size:
+        raise ElfError(
+            f"{name}: section header table at offset {e_shoff} ({e_shnum} x {e_shentsize} bytes) "
+            f"lies outside the {size}-byte file; the file is truncated or corrupt"
+        )
+    sections = [lay.shdr.unpack_from(buf, e_shoff + i * e_shentsize) for i in range(e_shnum)]
+
+    def body(idx: int, what: str) -> bytes:
+        if not 0 <= idx < len(sections):
+            raise ElfError(f"{name}: {what} refers to section {idx}, but there are {len(sections)}")
+        sh = sections[idx]
+        if sh[1] == SHT_NOBITS:
+            return b""
+        off, sz = sh[4], sh[5]
+        if off + sz > size:
+            raise ElfError(
+                f"{name}: section {idx} ({what}) at offset {off}+{sz} lies outside the {size}-byte file"
+            )
+        return bytes(buf[off : off + sz])
+
+    by_type: dict[int, int] = {}
+    for i, sh in enumerate(sections):
+        by_type.setdefault(sh[1], i)
+
+    # Section names are only needed for the CUDA fatbin and the NumPy string scan.
+    shstr = body(e_shstrndx, "e_shstrndx") if 0 < e_shstrndx < len(sections) else b""
+
+    def sec_name(sh) -> bytes:
+        end = shstr.find(b"\0", sh[0])
+        return shstr[sh[0] : end if end >= 0 else None]
+
+    names = {sec_name(sh): i for i, sh in enumerate(sections)} if shstr else {}
+
+    # --- .dynamic ------------------------------------------------------------------------
+    if SHT_DYNAMIC in by_type:
+        di = by_type[SHT_DYNAMIC]
+        dyn = body(di, ".dynamic")
+        dynstr = body(sections[di][6], ".dynamic's string table")
+        needed: list[str] = []
+        for tag, val in lay.dyn.iter_unpack(dyn[: len(dyn) - len(dyn) % lay.dyn.size]):
+            if tag == DT_NULL:
+                break
+            if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
+                text = _cstr(dynstr, val, name, ".dynamic")
+                if tag == DT_NEEDED:
+                    needed.append(text)
+                elif tag == DT_SONAME:
+                    info.soname = text
+                elif tag == DT_RPATH:
+                    info.rpath = tuple(p for p in text.split(":") if p)
+                else:
+                    info.runpath = tuple(p for p in text.split(":") if p)
+        info.needed = tuple(needed)
+
+    if not symbols:
+        return info
+    # --- version definitions and needs ----------------------------------------------------
+    ver_names: dict[int, tuple[str, str | None]] = {}  # index -> (version, library or None for own)
+    defs: list[str] = []
+    if SHT_GNU_VERDEF in by_type:
+        vi = by_type[SHT_GNU_VERDEF]
+        data = body(vi, ".gnu.version_d")
+        strtab = body(sections[vi][6], ".gnu.version_d's string table")
+        off = 0
+        for _ in range(len(data) // lay.verdef.size + 1):  # bounded walk of the vd_next chain
+            if off + lay.verdef.size > len(data):
+                raise ElfError(f"{name}: .gnu.version_d entry at offset {off} is truncated")
+            _v, flags, ndx, cnt, _h, aux, nxt = lay.verdef.unpack_from(data, off)
+            if cnt and off + aux + lay.verdaux.size <= len(data):
+                vname = _cstr(strtab, lay.verdaux.unpack_from(data, off + aux)[0], name, ".gnu.version_d")
+                ver_names[ndx & 0x7FFF] = (vname, None)
+                if not flags & 1:  # VER_FLG_BASE names the file itself, not a version node
+                    defs.append(vname)
+            if not nxt:
+                break
+            off += nxt
+    info.version_defs = tuple(defs)
+    needs: dict[str, list[str]] = {}
+    if SHT_GNU_VERNEED in by_type:
+        vi = by_type[SHT_GNU_VERNEED]
+        data = body(vi, ".gnu.version_r")
+        strtab = body(sections[vi][6], ".gnu.version_r's string table")
+        off = 0
+        for _ in range(len(data) // lay.verneed.size + 1):  # bounded walk of the vn_next chain
+            if off + lay.verneed.size > len(data):
+                raise ElfError(f"{name}: .gnu.version_r entry at offset {off} is truncated")
+            _v, cnt, file_off, aux, nxt = lay.verneed.unpack_from(data, off)
+            lib = _cstr(strtab, file_off, name, ".gnu.version_r")
+            a = off + aux
+            for _j in range(cnt):
+                if a + lay.vernaux.size > len(data):
+                    raise ElfError(f"{name}: .gnu.version_r auxiliary entry at offset {a} is truncated")
+                _hash, _fl, other, vname_off, anext = lay.vernaux.unpack_from(data, a)
+                vname = _cstr(strtab, vname_off, name, ".gnu.version_r")
+                ver_names[other & 0x7FFF] = (vname, lib)
+                needs.setdefault(lib, []).append(vname)
+                if not anext:
+                    break
+                a += anext
+            if not nxt:
+                break
+            off += nxt
+    info.version_needs = {lib: tuple(v) for lib, v in needs.items()}
+
+    # --- .dynsym ----------------------------------------------------------------------------
+    if SHT_DYNSYM in by_type:
+        si = by_type[SHT_DYNSYM]
+        symdata = body(si, ".dynsym")
+        strtab = body(sections[si][6], ".dynsym's string table")
+        symdata = symdata[: len(symdata) - len(symdata) % lay.sym.size]
+        nsyms = len(symdata) // lay.sym.size
+        versym: list[int] | None = None
+        if SHT_GNU_VERSYM in by_type:
+            raw = body(by_type[SHT_GNU_VERSYM], ".gnu.version")
+            arr = array.array("H")
+            arr.frombytes(raw[: 2 * nsyms])
+            if (lay.half_array[0] == ">") != (sys.byteorder == "big"):
+                arr.byteswap()
+            versym = arr.tolist()
+            if len(versym) < nsyms:
+                raise ElfError(f"{name}: .gnu.version has {len(versym)} entries for {nsyms} symbols")
+        _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name)
+    else:
+        info.unchecked.append(f"{name}: no .dynsym section; no exported symbols to compare")
+
+    # --- CUDA device code and NumPy target ---------------------------------------------------
+    if want_fatbin and b".nv_fatbin" in names:
+        from xcompat.abi.fatbin import FatbinError, fatbin_archs
+
+        fb = sections[names[b".nv_fatbin"]]
+        if fb[1] != SHT_NOBITS and fb[4] + fb[5] <= size:
+            try:
+                info.cuda_archs = fatbin_archs(buf, fb[4], fb[4] + fb[5], name=f"{name}: .nv_fatbin")
+            except FatbinError as exc:
+                info.unchecked.append(f"{exc}; CUDA architectures not compared")
+        else:
+            info.unchecked.append(f"{name}: .nv_fatbin lies outside the file; CUDA architectures not compared")
+    # Only extension modules (which export PyInit_*) are scanned for NumPy's target string.
+    if b".rodata" in names and info.is_python_extension:
+        ro = sections[names[b".rodata"]]
+        if ro[1] != SHT_NOBITS and ro[4] + ro[5] <= size:
+            m = _NUMPY_TARGET.search(buf[ro[4] : ro[4] + ro[5]])
+            if m:
+                info.numpy_target = m.group(1).decode()
+    return info
+
+
+def _cstr(table: bytes, off: int, name: str, where: str) -> str:
+    if off >= len(table):
+        raise ElfError(f"{name}: string offset {off} in {where} is past its string table ({len(table)} bytes)")
+    end = table.find(b"\0", off)
+    return table[off : end if end >= 0 else len(table)].decode("utf-8", "replace")
+
+
+def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
+    # Hot loop: kept flat on purpose (one tuple per symbol from iter_unpack, no attribute lookups).
+    f_name, f_info, f_other, f_shndx, f_size = lay.sym_fields
+    exports: dict[str, tuple[str, int]] = {}
+    imports: dict[str, tuple[bool, str | None, str | None]] = {}
+    find = strtab.find
+    tlen = len(strtab)
+    type_char = _TYPE_CHAR
+    for idx, s in enumerate(lay.sym.iter_unpack(symdata)):
+        st_info = s[f_info]
+        bind = st_info >> 4
+        if bind != 1 and bind != 2 and bind != 10:
+            continue
+        noff = s[f_name]
+        if noff == 0:
+            continue
+        if noff >= tlen:
+            raise ElfError(f"{name}: symbol {idx} names offset {noff}, past .dynstr ({tlen} bytes)")
+        end = find(b"\0", noff)
+        sym = strtab[noff:end].decode("utf-8", "replace")
+        if s[f_shndx] == 0:
+            ver = lib = None
+            if versym is not None:
+                v = versym[idx] & 0x7FFF
+                if v > 1:
+                    ver, lib = ver_names.get(v, (None, None))
+            imports[sym] = (bind == 2, ver, lib)
+            continue
+        vis = s[f_other] & 3
+        if vis != 0 and vis != 3:
+            continue
+        if versym is not None:
+            v = versym[idx]
+            if v & 0x7FFF > 1:
+                vn = ver_names.get(v & 0x7FFF)
+                if vn is not None:
+                    sym = f"{sym}@{vn[0]}"
+        exports[sym] = (type_char.get(st_info & 0xF, "?"), s[f_size])
+    info.exports = exports
+    info.imports = imports
+    # A CPython extension module exports PyInit_<name>; a bytes search is cheaper than a key scan.
+    info.python_extension = b"PyInit_" in strtab and any(k.startswith("PyInit_") for k in exports)
+
+
+def split_version(key: str) -> tuple[str, str | None]:
+    """``"name@VER"`` -> (``"name"``, ``"VER"``); ``"name"`` -> (``"name"``, None)."""
+    name, sep, ver = key.partition("@")
+    return (name, ver) if sep else (key, None)

@@ -1,0 +1,176 @@
+"""The public Python API of a wheel, read with griffe in an isolated subprocess, and its diff.
+
+The wheel's importable tree is unpacked into a temporary folder and griffe runs in a fresh
+interpreter with only that folder added to its search path, so the packages under test
+(and the extension modules griffe has to import to inspect) never load into xcompat's
+own process and two versions of one package never meet in one interpreter.
+
+The extracted API is a flat mapping ``dotted.path -> {"kind", "params"?}``; ``params`` is a
+list of ``[name, kind, has_default]`` with kind one of ``positional-only``,
+``positional or keyword``, ``var positional``, ``keyword-only``, ``var keyword``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TIMEOUT_S = 180
+
+_SCRIPT = r"""
+import json, sys
+import griffe
+
+root, names = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, root)
+api, errors = {}, []
+
+def public(obj):
+    name = obj.name
+    return not name.startswith("_") or (name.startswith("__") and name.endswith("__") and name == "__init__")
+
+def params(fn):
+    out = []
+    for p in fn.parameters:
+        out.append([p.name, str(p.kind.value), p.default is not None])
+    return out
+
+def walk(obj, depth=0):
+    if depth > 12:
+        return
+    for name, member in list(obj.members.items()):
+        try:
+            if member.is_alias:
+                continue
+            if name.startswith("_") and name != "__init__":
+                continue
+            if getattr(obj, "exports", None) is not None and obj.is_module and name not in obj.exports:
+                continue
+            kind = member.kind.value
+            entry = {"kind": kind}
+            if member.is_function:
+                entry["params"] = params(member)
+            api[member.path] = entry
+            if member.is_class or member.is_module:
+                walk(member, depth + 1)
+        except Exception as exc:  # one bad member must not hide the rest
+            errors.append(f"{obj.path}.{name}: {type(exc).__name__}: {exc}")
+
+for name in names:
+    try:
+        mod = griffe.load(name, search_paths=[root], allow_inspection=True, resolve_aliases=False,
+                          try_relative_path=False)
+    except Exception as exc:
+        errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        continue
+    api[mod.path] = {"kind": "module"}
+    walk(mod)
+json.dump({"api": api, "errors": errors}, sys.stdout)
+"""
+
+
+def extract_python_api(root: Path, top_names: list[str], *, python: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """Run griffe on ``top_names`` found under ``root``; return (api, problems)."""
+    if not top_names:
+        return {}, []
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        proc = subprocess.run(
+            [python or sys.executable, "-I", "-c", _SCRIPT, str(root), *top_names],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+            cwd=root,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None, [f"Python API: griffe did not finish within {TIMEOUT_S} s; not compared"]
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        if "No module named 'griffe'" in proc.stderr:
+            return None, ["Python API: griffe is not installed (pip install 'xcompat[abi]'); not compared"]
+        return None, [f"Python API: griffe failed ({last}); not compared"]
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return None, ["Python API: griffe printed no readable result; not compared"]
+    return out["api"], [f"Python API: {e}" for e in out["errors"][:20]]
+
+
+_REQUIRED_KINDS = ("positional-only", "positional or keyword", "keyword-only")
+
+
+def compare_signature(old: list, new: list) -> str | None:
+    """``None`` if equal, ``"extended"`` for a compatible change (new optional parameters,
+    a new ``*args``/``**kwargs``), else a description of the break."""
+    if old == new:
+        return None
+    o = {p[0]: p for p in old}
+    n = {p[0]: p for p in new}
+    o_pos = [p[0] for p in old if p[1] in ("positional-only", "positional or keyword")]
+    n_pos = [p[0] for p in new if p[1] in ("positional-only", "positional or keyword")]
+    has_varkw = any(p[1] == "variadic keyword" or p[1] == "var keyword" for p in new)
+    for name, p in o.items():
+        if name not in n:
+            if p[1] in ("variadic positional", "var positional", "variadic keyword", "var keyword"):
+                return f"*{name} removed"
+            if not has_varkw:
+                return f"parameter {name!r} removed"
+            continue
+        q = n[name]
+        if q[1] != p[1]:
+            return f"parameter {name!r} changed kind: {p[1]} -> {q[1]}"
+        if p[2] and not q[2]:
+            return f"parameter {name!r} lost its default (now required)"
+    if n_pos[: len(o_pos)] != o_pos[: len(n_pos)] and [x for x in n_pos if x in o] != [x for x in o_pos if x in n]:
+        return f"positional parameters reordered: ({', '.join(o_pos)}) -> ({', '.join(n_pos)})"
+    for name, q in n.items():
+        if name not in o and q[1] in _REQUIRED_KINDS and not q[2]:
+            return f"new required parameter {name!r}"
+    return "extended"
+
+
+def _fmt(params: list) -> str:
+    parts = []
+    for name, kind, has_default in params:
+        prefix = "*" if kind in ("variadic positional", "var positional") else "**" if kind in ("variadic keyword", "var keyword") else ""
+        parts.append(prefix + name + ("=..." if has_default else ""))
+    return "(" + ", ".join(parts) + ")"
+
+
+def diff_python_api(old: dict[str, Any], new: dict[str, Any], add: Callable[..., None]) -> None:
+    removed = sorted(old.keys() - new.keys())
+    removed_set = set(removed)
+    for path in removed:
+        parent = path.rpartition(".")[0]
+        if parent in removed_set:
+            continue  # report the outermost removed object only
+        add("python_api_removed", path.split(".", 1)[0], path, f"{old[path]['kind']} {path} was removed")
+    added = sorted(new.keys() - old.keys())
+    added_set = set(added)
+    for path in added:
+        if path.rpartition(".")[0] in added_set:
+            continue
+        add("python_api_added", path.split(".", 1)[0], path, f"new {new[path]['kind']} {path}")
+    for path in sorted(old.keys() & new.keys()):
+        a, b = old[path], new[path]
+        if a.get("kind") != b.get("kind"):
+            add("python_signature_changed", path.split(".", 1)[0], path, f"{path} changed from {a['kind']} to {b['kind']}")
+            continue
+        if "params" in a and "params" in b:
+            verdict = compare_signature(a["params"], b["params"])
+            if verdict is None:
+                continue
+            sig = f"{_fmt(a['params'])} -> {_fmt(b['params'])}"
+            if verdict == "extended":
+                add("python_signature_extended", path.split(".", 1)[0], path, f"{path}{sig}", old=_fmt(a["params"]), new=_fmt(b["params"]))
+            else:
+                add("python_signature_changed", path.split(".", 1)[0], path, f"{path}: {verdict}; {sig}",
+                    old=_fmt(a["params"]), new=_fmt(b["params"]))

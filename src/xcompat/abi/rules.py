@@ -1,0 +1,116 @@
+"""Finding kinds and the version bump each one requires, as data (``rules.json``).
+
+A project overrides the defaults with a policy: a mapping ``kind -> bump`` given with
+``--policy FILE`` (JSON or YAML) or taken from the matrix's ABI policy. A policy may also be
+``{"rules": {kind: bump}, "ignore": ["glob on symbol or library", ...]}``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+Bump = Literal["major", "minor", "patch", "none"]
+BUMPS: tuple[Bump, ...] = ("none", "patch", "minor", "major")
+BUMP_RANK = {b: i for i, b in enumerate(BUMPS)}
+
+
+class PolicyError(ValueError):
+    pass
+
+
+@cache
+def default_rules() -> dict[str, Bump]:
+    data = json.loads((Path(__file__).parent / "rules.json").read_text(encoding="utf-8"))
+    rules = data["rules"]
+    for kind, bump in rules.items():
+        if bump not in BUMP_RANK:  # the shipped table is data: check it like user input
+            raise PolicyError(f"rules.json: kind {kind!r} has unknown bump {bump!r}")
+    return dict(rules)
+
+
+def worst(bumps) -> Bump:
+    best: Bump = "none"
+    for b in bumps:
+        if BUMP_RANK[b] > BUMP_RANK[best]:
+            best = b
+    return best
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: Mapping[str, Bump]
+    ignore: tuple[str, ...] = ()
+
+    def bump(self, kind: str) -> Bump:
+        return self.rules.get(kind, "major")
+
+    def ignored(self, library: str | None, symbol: str | None) -> bool:
+        for pattern in self.ignore:
+            if symbol and fnmatch.fnmatchcase(symbol, pattern):
+                return True
+            if library and fnmatch.fnmatchcase(library, pattern):
+                return True
+        return False
+
+
+def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<policy>") -> Policy:
+    """Defaults, updated with ``overrides`` (a plain mapping); unknown kinds and bumps are refused."""
+    rules = dict(default_rules())
+    if not overrides:
+        return Policy(rules)
+    if not isinstance(overrides, Mapping):
+        raise PolicyError(f"{source}: an ABI policy must be a mapping of finding kind to bump")
+    ignore: list[str] = []
+    if "rules" in overrides or "ignore" in overrides:
+        extra = set(overrides) - {"rules", "ignore", "version"}
+        if extra:
+            raise PolicyError(f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' and 'ignore'")
+        table = overrides.get("rules") or {}
+        raw_ignore = overrides.get("ignore") or []
+        if not isinstance(raw_ignore, list) or not all(isinstance(p, str) for p in raw_ignore):
+            raise PolicyError(f"{source}: 'ignore' must be a list of glob patterns (strings)")
+        ignore = list(raw_ignore)
+    else:
+        table = overrides
+    if not isinstance(table, Mapping):
+        raise PolicyError(f"{source}: 'rules' must be a mapping of finding kind to bump")
+    for kind, bump in table.items():
+        if kind not in rules:
+            import difflib
+
+            near = difflib.get_close_matches(str(kind), rules, n=1)
+            hint = f"; perhaps you meant {near[0]!r}?" if near else ""
+            raise PolicyError(f"{source}: unknown finding kind {kind!r}{hint}")
+        if bump not in BUMP_RANK:
+            raise PolicyError(f"{source}: kind {kind!r}: bump must be one of {', '.join(BUMPS)}, not {bump!r}")
+        rules[str(kind)] = bump
+    return Policy(rules, tuple(ignore))
+
+
+def load_policy_file(path: str | Path) -> Policy:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read policy file ({exc.strerror})") from None
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PolicyError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            raise PolicyError(f"{path}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    return make_policy(data, source=str(path))

@@ -1,0 +1,172 @@
+"""Read the native libraries and packaging metadata of a wheel without unpacking it whole.
+
+Each native member is streamed (``shutil.copyfileobj`` in 1 MiB blocks) into one reusable
+temporary file and memory-mapped; only the mapped pages a reader touches are resident, so
+reading the 183 MB torch CPU wheel (about 900 MB of ELF inside) needs tens of megabytes of
+memory instead of the size of its largest member.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xcompat.abi.binary import LibraryInterface
+from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
+from xcompat.abi.macho import MachOError, is_macho, read_macho
+from xcompat.abi.noise import unhashed_name
+
+COPY_BLOCK = 1 << 20
+
+_NATIVE_SUFFIX = re.compile(r"(\.so(\.[0-9]+)*|\.dylib|\.pyd)$")
+
+
+class WheelError(ValueError):
+    """A wheel is not a readable zip or lacks its metadata."""
+
+
+def pairing_key(member: str) -> str:
+    """A library's path inside the wheel with auditwheel's content hash taken out of its name."""
+    head, _, base = member.rpartition("/")
+    return f"{head}/{unhashed_name(base)}" if head else unhashed_name(base)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelMetadata:
+    name: str
+    version: str
+    tags: tuple[str, ...]
+    requires_python: str | None
+    requires_dist: tuple[str, ...]
+    root_is_purelib: bool = True
+
+
+def parse_wheel_filename(filename: str) -> tuple[str, str, tuple[str, ...]]:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename as parse
+
+    try:
+        name, version, _build, tags = parse(filename)
+    except InvalidWheelFilename as exc:
+        raise WheelError(f"{filename}: not a valid wheel file name ({exc})") from None
+    return str(name), str(version), tuple(sorted(str(t) for t in tags))
+
+
+def read_metadata(zf: zipfile.ZipFile, filename: str) -> WheelMetadata:
+    name, version, tags = parse_wheel_filename(filename)
+    dist_info = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+    if not dist_info:
+        raise WheelError(f"{filename}: no *.dist-info/METADATA member; not a wheel (rebuild it with a PEP 517 backend)")
+    import email.parser
+
+    parser = email.parser.BytesParser()
+    meta = parser.parsebytes(zf.read(dist_info[0]), headersonly=True)
+    wheel_member = dist_info[0].rsplit("/", 1)[0] + "/WHEEL"
+    purelib = True
+    if wheel_member in zf.namelist():
+        wheel_meta = parser.parsebytes(zf.read(wheel_member), headersonly=True)
+        purelib = str(wheel_meta.get("Root-Is-Purelib", "true")).strip().lower() == "true"
+        file_tags = wheel_meta.get_all("Tag") or []
+        if file_tags:
+            from packaging.tags import parse_tag
+
+            tags = tuple(sorted({str(t) for tag in file_tags for t in parse_tag(str(tag).strip())}))
+    return WheelMetadata(
+        name=str(meta.get("Name", name)),
+        version=str(meta.get("Version", version)),
+        tags=tags,
+        requires_python=str(meta["Requires-Python"]).strip() if meta.get("Requires-Python") else None,
+        requires_dist=tuple(str(r).strip() for r in (meta.get_all("Requires-Dist") or [])),
+        root_is_purelib=purelib,
+    )
+
+
+def is_native_member(member: str) -> bool:
+    return bool(_NATIVE_SUFFIX.search(member)) and not member.endswith("/")
+
+
+@dataclass
+class WheelContents:
+    metadata: WheelMetadata
+    libraries: dict[str, LibraryInterface] = field(default_factory=dict)
+    python_files: int = 0
+    unchecked: list[str] = field(default_factory=list)
+
+
+def iter_native_members(path: Path, *, want_fatbin: bool = True) -> Iterator[tuple[str, LibraryInterface]]:
+    """Yield (member name, interface) for every ELF / Mach-O library in the wheel at ``path``."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
+    with zf, tempfile.TemporaryDirectory(prefix="xcompat-abi-") as tmp:
+        scratch = os.path.join(tmp, "member")
+        for info in zf.infolist():
+            if not is_native_member(info.filename):
+                continue
+            with zf.open(info) as src:
+                head = src.read(8)
+                if head[:4] != ELF_MAGIC and not is_macho(head):
+                    continue
+                with open(scratch, "wb") as dst:
+                    dst.write(head)
+                    shutil.copyfileobj(src, dst, COPY_BLOCK)
+            display = f"{path.name}!{info.filename}"
+            try:
+                if head[:4] == ELF_MAGIC:
+                    yield info.filename, read_elf(scratch, display_name=display, want_fatbin=want_fatbin)
+                else:
+                    for slice_ in read_macho(scratch, display_name=display):
+                        yield f"{info.filename}[{slice_.arch}]" if slice_.path.endswith("]") else info.filename, slice_
+            except (ElfError, MachOError) as exc:
+                raise WheelError(str(exc)) from None
+
+
+def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            metadata = read_metadata(zf, path.name)
+            py_files = sum(1 for n in zf.namelist() if n.endswith((".py", ".pyi")))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
+    contents = WheelContents(metadata=metadata, python_files=py_files)
+    for member, lib in iter_native_members(path, want_fatbin=want_fatbin):
+        contents.libraries[pairing_key(member)] = lib
+    return contents
+
+
+def extract_python_tree(path: Path, dest: Path) -> list[str]:
+    """Unpack the importable part of a wheel (packages, modules, extension modules, ``*.libs``).
+
+    Returns the top-level importable names. ``*.data`` and ``*.dist-info`` are left out
+    except the dist-info itself, which ``importlib.metadata`` needs.
+    """
+    tops: set[str] = set()
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if name.endswith("/") or ".." in name.split("/") or name.startswith("/"):
+                continue
+            top = name.split("/", 1)[0]
+            if top.endswith(".data"):
+                continue
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, COPY_BLOCK)
+            if info.external_attr >> 16 & 0o111:
+                target.chmod(0o755)
+            if top.endswith((".dist-info", ".libs")):
+                continue
+            if "/" in name:
+                tops.add(top)
+            elif name.endswith(".py"):
+                tops.add(name[:-3])
+            elif _NATIVE_SUFFIX.search(name):
+                tops.add(name.split(".", 1)[0])
+    return sorted(tops)

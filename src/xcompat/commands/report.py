@@ -1,0 +1,170 @@
+"""xcompat report: aggregate all cells' results, render, and deliver to GitHub / GitLab."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+from xcompat.errors import CheckFailed, ToolError, UsageError
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="RESULTS_DIR_OR_FILES", help="result JSON files or folders holding them")
+    parser.add_argument("--plan", metavar="PLAN_JSON", help="the matrix plan: cells it lists but no result covers are missing")
+    parser.add_argument("--format", choices=("markdown", "text", "json", "html"), default="markdown", help="output format (default: markdown)")
+    parser.add_argument("--out", metavar="FILE", help="write the rendered report here instead of stdout")
+    parser.add_argument(
+        "--budget",
+        metavar="CHANNEL",
+        help="fit the output to a channel's size limit (pr_comment, check_run_summary, job_summary, gitlab_note)",
+    )
+    parser.add_argument("--title", default="xcompat report", help="report title (also the check run name)")
+    parser.add_argument("--artifact-url", metavar="URL", help="link to the full report, shown wherever sections are folded")
+    parser.add_argument("--github", action="store_true", help="deliver on GitHub: job summary, check run, sticky PR comment")
+    parser.add_argument("--gitlab", action="store_true", help="deliver on GitLab: MR note and JUnit / Code Quality artifacts")
+    parser.add_argument(
+        "--from-artifact",
+        metavar="DIR",
+        help="read the report bundle a read-only (fork) run uploaded; for the workflow_run stage",
+    )
+    parser.add_argument(
+        "--bundle-dir",
+        metavar="DIR",
+        default="xcompat-report",
+        help="where --github/--gitlab write report.json/.md/.html, the results and artifacts (default: xcompat-report)",
+    )
+    parser.add_argument("--check-name", default=None, help="check run name (default: the title)")
+    parser.add_argument("--comment-key", default="default", help="tells several xcompat comments on one PR apart")
+    parser.add_argument("--no-check-run", action="store_true", help="do not create a check run")
+    parser.add_argument("--no-comment", action="store_true", help="do not post or update the PR comment / MR note")
+    parser.add_argument(
+        "--on-post-failure",
+        choices=("fail", "warn"),
+        default="warn",
+        help="when posting fails after retries: exit 4 (fail) or only warn (default: warn)",
+    )
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when the report is red")
+
+
+def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-untyped-def]
+    from xcompat.jsonio import atomic_write_text, write_json
+    from xcompat.report import render, write_html
+    from xcompat.report import write_json as write_report_json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    results_dir = folder / "results"
+    if results_dir.exists():
+        shutil.rmtree(results_dir)
+    for index, result in enumerate(loaded.results):
+        write_json(results_dir / f"{index:04d}-{result.kind}.json", result.data)
+    if loaded.plan is not None:
+        write_json(folder / "plan.json", loaded.plan)
+    write_report_json(report, folder / "report.json")
+    atomic_write_text(folder / "report.md", render(report, "markdown"))
+    write_html(report, folder / "report.html")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from xcompat.jsonio import atomic_write_text
+    from xcompat.log import get_logger
+    from xcompat.report import build_report, load_results, render
+
+    log = get_logger()
+    env = os.environ
+    if args.from_artifact:
+        bundle = Path(args.from_artifact)
+        if not bundle.is_dir():
+            raise UsageError(f"--from-artifact {bundle}: not a folder", hint="download the report bundle artifact first")
+        if args.paths:
+            raise UsageError("--from-artifact reads its results from the bundle; give no result paths")
+        results_dir = bundle / "results"
+        paths = [results_dir] if results_dir.is_dir() else []
+        plan = bundle / "plan.json"
+        loaded = load_results(paths, plan_path=plan if plan.is_file() else None)
+    else:
+        if not args.paths:
+            raise UsageError("give result files or folders (or --from-artifact DIR)")
+        loaded = load_results(args.paths, plan_path=args.plan)
+
+    github_ctx = None
+    artifact_url = args.artifact_url
+    if args.github:
+        from xcompat.forges.github import GitHubContext
+
+        github_ctx = GitHubContext.from_env(env)
+        artifact_url = artifact_url or github_ctx.run_url
+    if args.gitlab and not artifact_url:
+        artifact_url = env.get("CI_JOB_URL") and f"{env['CI_JOB_URL']}/artifacts/browse/{args.bundle_dir}"
+    notes = [f"not a stage result, ignored: {path}" for path in loaded.skipped_files]
+    report = build_report(loaded.results, loaded.plan, title=args.title, artifact_url=artifact_url or None, notes=notes)
+
+    rendered = render(report, args.format, args.budget)
+    if args.out:
+        atomic_write_text(args.out, rendered)
+        log.info(f"wrote {args.out}")
+    elif not (args.github or args.gitlab):
+        print(rendered, end="" if rendered.endswith("\n") else "\n")
+
+    failed_posts: list[str] = []
+    if args.github or args.gitlab:
+        bundle_dir = Path(args.bundle_dir)
+        _write_bundle(bundle_dir, loaded, report)
+        log.info(f"wrote the report bundle to {bundle_dir}/ (report.json, report.md, report.html, results/)")
+    if github_ctx is not None:
+        from xcompat.forges.github import GitHubPublisher, job_summary_budget, summary_markdown
+
+        summary_file = env.get("GITHUB_STEP_SUMMARY")
+        reason = github_ctx.read_only_reason()
+        summary_notes = []
+        if reason:
+            summary_notes.append(
+                f"Not posted as a check run or PR comment: {reason}. The report bundle artifact carries it; "
+                "the workflow_run stage posts it from the base repository."
+            )
+        if summary_file:
+            log.write_summary(summary_markdown(report, job_summary_budget(summary_file), summary_notes))
+        publisher = GitHubPublisher(github_ctx)
+        outcome = publisher.publish(
+            report,
+            check_name=args.check_name or args.title,
+            comment=not args.no_comment,
+            check_run=not args.no_check_run,
+            comment_key=args.comment_key,
+        )
+        for delivery in outcome.deliveries:
+            text = f"GitHub {delivery.channel}: {delivery.detail}" + (f" ({delivery.url})" if delivery.url else "")
+            if delivery.ok:
+                log.info(text)
+            else:
+                log.warning(text)
+                failed_posts.append(text)
+        if reason and failed_posts:
+            # Expected on forks: the report is in the summary and the bundle; not a posting failure.
+            failed_posts = []
+        for failure in report.failures[:10]:
+            if failure.file and failure.required:
+                log.error(f"{failure.outcome}: {failure.name} [{failure.cell_id}]", file=failure.file, line=failure.line)
+    if args.gitlab:
+        from xcompat.forges.gitlab import GitLabContext, GitLabPublisher, write_artifacts
+
+        written = write_artifacts(report, loaded.results, Path(args.bundle_dir))
+        log.info("wrote GitLab report artifacts: " + ", ".join(str(p) for p in written))
+        if not args.no_comment:
+            delivery = GitLabPublisher(GitLabContext.from_env(env)).publish(report, key=args.comment_key)
+            text = f"GitLab {delivery.channel}: {delivery.detail}"
+            if delivery.ok:
+                log.info(text)
+            else:
+                log.warning(text)
+                failed_posts.append(text)
+
+    if failed_posts and args.on_post_failure == "fail":
+        raise ToolError(
+            f"{len(failed_posts)} delivery(ies) failed; the report is in the job summary and {args.bundle_dir}/",
+            details=failed_posts,
+        )
+    if report.conclusion == "failure" and not args.exit_zero:
+        raise CheckFailed(f"report is red: {report.headline}", details=[f"- {p}" for p in report.problems[:20]])
+    return 0

@@ -1,0 +1,164 @@
+"""``coverage collect``: gather one cell's Python and native coverage under repository paths."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xcompat.coverage.languages import is_cython_generated, language_of
+from xcompat.coverage.model import CellCoverage, FileLines, InputProblem, Unmapped, percent
+from xcompat.coverage.paths import PathMap, PathMapper
+from xcompat.errors import InputError, UsageError
+
+ARTIFACT_VERSION = 1
+# How many unmapped paths an artifact lists by name (the total is always recorded).
+UNMAPPED_LISTED = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectOptions:
+    cell_id: str | None
+    source_root: Path
+    python_data: tuple[Path, ...] = ()
+    gcov_roots: tuple[Path, ...] = ()
+    maps: tuple[PathMap, ...] = ()
+    gcov_executable: str | None = None
+    coverage_config: str | None = None  # None: find the project's own; "" for none
+    include_cython_generated: bool = False
+
+
+def collect(options: CollectOptions) -> CellCoverage:
+    """Read every input of one cell; unreadable inputs are recorded, not fatal."""
+    from xcompat.coverage import native, python_data
+
+    if not options.python_data and not options.gcov_roots:
+        raise UsageError("nothing to collect: give --python-data and/or --gcov-root")
+    root = options.source_root.resolve()
+    if not root.is_dir():
+        raise UsageError(f"--source-root {options.source_root} is not a folder")
+    mapper = PathMapper(root, options.maps)
+    acc: dict[str, tuple[str, dict[int, int]]] = {}  # repo path -> (origin, line -> hits)
+    unmapped: list[Unmapped] = []
+    warnings: list[str] = []
+    errors: list[InputProblem] = []
+    tools: dict[str, str] = {}
+
+    def remember_unmapped(recorded: str, origin: str, reason: str) -> None:
+        unmapped.append(Unmapped(recorded, origin, reason))
+
+    if options.python_data:
+        tools["coverage.py"] = python_data.coverage_version()
+        if options.coverage_config is None:
+            config: str | bool = python_data.find_config(root)
+        else:
+            config = options.coverage_config or False
+
+        def locate(recorded: str) -> str | None:
+            if os.path.isfile(recorded):
+                return recorded
+            m = mapper.map(recorded)
+            return str(root / m.repo_path) if m.repo_path else None
+
+        for data_file in options.python_data:
+            try:
+                for measured in python_data.read_python_data(data_file, config=config, locate=locate,
+                                                                 warn=warnings.append):
+                    m = mapper.map(measured.recorded)
+                    if m.repo_path is None:
+                        remember_unmapped(measured.recorded, "coverage.py", m.reason)
+                        continue
+                    origin, counts = acc.setdefault(m.repo_path, ("coverage.py", {}))
+                    for n in measured.statements:
+                        counts[n] = counts.get(n, 0) + (1 if n in measured.executed else 0)
+            except InputError as exc:
+                errors.append(InputProblem(str(data_file), options.cell_id, exc.message))
+
+    for build_dir in options.gcov_roots:
+        tools["gcovr"] = native.gcovr_version()
+        try:
+            document = native.run_gcovr(build_dir.resolve(), gcov_executable=options.gcov_executable)
+            for measured in native.native_files(document, source=str(build_dir)):
+                m = mapper.map(measured.recorded, base=build_dir.resolve())
+                if m.repo_path is None:
+                    remember_unmapped(measured.recorded, "gcovr", m.reason)
+                    continue
+                if not measured.lines:
+                    warnings.append(
+                        f"{m.repo_path}: gcov found no line data (is its source still at {measured.recorded}? "
+                        "build in place or keep the build folder until coverage is collected)"
+                    )
+                    continue
+                if not options.include_cython_generated and _cython_generated(root / m.repo_path):
+                    continue
+                origin, counts = acc.setdefault(m.repo_path, ("gcovr", {}))
+                for n, c in measured.lines.items():
+                    counts[n] = counts.get(n, 0) + c
+        except InputError as exc:
+            errors.append(InputProblem(exc.file or str(build_dir), options.cell_id, exc.message))
+
+    files = []
+    for path in sorted(acc):
+        origin, counts = acc[path]
+        lines = sorted(counts)
+        files.append(FileLines(path, language_of(path), origin, tuple(lines), tuple(counts[n] for n in lines)))
+    unmapped.sort(key=lambda u: u.recorded)
+    return CellCoverage(
+        cell_id=options.cell_id,
+        source_root=str(root),
+        files=tuple(files),
+        tools=tuple(sorted(tools.items())),
+        unmapped=tuple(unmapped[:UNMAPPED_LISTED]),
+        unmapped_total=len(unmapped),
+        warnings=tuple(warnings),
+        errors=tuple(errors),
+    )
+
+
+def _cython_generated(path: Path) -> bool:
+    if language_of(str(path)) not in ("c", "cpp"):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return is_cython_generated(fh.read(400))
+    except OSError:
+        return False
+
+
+def cell_status(cell: CellCoverage) -> tuple[str, str]:
+    valid = sum(len(f.lines) for f in cell.files)
+    covered = sum(f.covered for f in cell.files)
+    pct = percent(covered, valid)
+    text = f"{len(cell.files)} files, {covered}/{valid} lines" + (f" ({pct:.2f}%)" if pct is not None else "")
+    if cell.errors:
+        return "failed", f"{len(cell.errors)} coverage input(s) unreadable; {text}"
+    if not cell.files:
+        return "failed", "no coverage data mapped to repository files"
+    return "passed", text
+
+
+def cell_to_document(cell: CellCoverage) -> dict[str, Any]:
+    status, summary = cell_status(cell)
+    return {
+        "version": ARTIFACT_VERSION,
+        "kind": "coverage",
+        "cell_id": cell.cell_id,
+        "status": status,
+        "summary": summary,
+        "source_root": cell.source_root,
+        "tools": dict(cell.tools),
+        "files": {
+            f.path: {"language": f.language, "origin": f.origin, "lines": list(f.lines), "hits": list(f.hits)}
+            for f in cell.files
+        },
+        "unmapped": [{"path": u.recorded, "origin": u.origin, "reason": u.reason} for u in cell.unmapped],
+        "unmapped_total": cell.unmapped_total,
+        "warnings": list(cell.warnings),
+        "errors": [e.to_dict() for e in cell.errors],
+    }
+
+
+def parse_maps(texts: Sequence[str]) -> tuple[PathMap, ...]:
+    return tuple(PathMap.parse(t) for t in texts)

@@ -1,0 +1,1 @@
+"""Delivering reports to code forges (GitHub, GitLab) over their REST APIs."""

@@ -1,0 +1,367 @@
+"""Deliver a report on GitHub: check run with annotations, one sticky PR comment, job summary.
+
+Endpoints used (GitHub REST, checked in the test suite against ``@octokit/openapi``):
+
+* ``POST /repos/{owner}/{repo}/check-runs`` then ``PATCH .../check-runs/{id}``: created
+  ``in_progress``, completed with the conclusion and output, then further PATCHes append
+  annotations 50 at a time (the API's per-request maximum);
+* ``GET/POST /repos/{owner}/{repo}/issues/{n}/comments`` and
+  ``PATCH /repos/{owner}/{repo}/issues/comments/{id}``: the one comment whose body starts
+  with xcompat's hidden marker is updated in place; it is created only when none exists;
+* ``GET /repos/{owner}/{repo}/commits/{sha}/pulls`` and ``GET /repos/{owner}/{repo}/pulls``:
+  find the PR of a head SHA, because a ``workflow_run`` event from a fork carries no PR.
+
+Pull requests from forks (and Dependabot) get a read-only ``GITHUB_TOKEN``. That is
+detected from the event up front (and from a 403 when it was not predictable); the
+report then goes to the job summary and the report bundle, and the two-stage
+``workflow_run`` workflow posts it from the base repository with
+``xcompat report --github --from-artifact DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from xcompat.errors import InputError
+from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
+from xcompat.log import get_logger
+from xcompat.report.channels import Limits, load_limits
+from xcompat.report.model import Report
+from xcompat.report.render import marker, render
+
+DEFAULT_API = "https://api.github.com"
+READ_ONLY_EVENTS = ("pull_request", "pull_request_review", "pull_request_review_comment")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitHubContext:
+    """What the workflow run tells us, read from the environment and the event payload."""
+
+    api_url: str
+    server_url: str
+    repository: str
+    event_name: str
+    event: Mapping[str, Any]
+    sha: str | None
+    token: str | None
+    run_id: str | None = None
+    actor: str = ""
+
+    @property
+    def owner_repo(self) -> tuple[str, str]:
+        owner, _, repo = self.repository.partition("/")
+        if not owner or not repo:
+            raise InputError(f"GITHUB_REPOSITORY must be owner/name, got {self.repository!r}")
+        return owner, repo
+
+    @property
+    def run_url(self) -> str | None:
+        if not self.run_id:
+            return None
+        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+    @property
+    def pull_request(self) -> Mapping[str, Any]:
+        pr = self.event.get("pull_request")
+        return pr if isinstance(pr, dict) else {}
+
+    @property
+    def pr_number(self) -> int | None:
+        number = self.pull_request.get("number")
+        if isinstance(number, int):
+            return number
+        if self.event_name == "workflow_run":
+            prs = self.event.get("workflow_run", {}).get("pull_requests") or []
+            # Only trust PRs of this repository: for forks GitHub leaves this list empty.
+            for pr in prs:
+                if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+                    base = pr.get("base", {}).get("repo", {}).get("name")
+                    if base in (None, self.owner_repo[1]):
+                        return pr["number"]
+        return None
+
+    @property
+    def head_sha(self) -> str | None:
+        if self.event_name == "workflow_run":
+            sha = self.event.get("workflow_run", {}).get("head_sha")
+            return sha if isinstance(sha, str) else None
+        sha = self.pull_request.get("head", {}).get("sha") if self.pull_request else None
+        return sha if isinstance(sha, str) else self.sha
+
+    def read_only_reason(self) -> str | None:
+        """Why the token cannot write, when that is known before trying; else None."""
+        if not self.token:
+            return "no GitHub token was given (set GITHUB_TOKEN for the step)"
+        if self.event_name in READ_ONLY_EVENTS:
+            head_repo = self.pull_request.get("head", {}).get("repo") or {}
+            if head_repo.get("full_name") and head_repo.get("full_name") != self.repository:
+                return f"pull request from the fork {head_repo['full_name']}: GitHub gives such runs a read-only token"
+            if self.actor == "dependabot[bot]":
+                return "Dependabot pull request: GitHub gives such runs a read-only token"
+        return None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GitHubContext:
+        event: Mapping[str, Any] = {}
+        path = env.get("GITHUB_EVENT_PATH")
+        if path and Path(path).is_file():
+            try:
+                loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read the event payload: {exc}", file=path) from None
+            event = loaded if isinstance(loaded, dict) else {}
+        repository = env.get("GITHUB_REPOSITORY", "")
+        if not repository:
+            raise InputError("GITHUB_REPOSITORY is not set", hint="run inside GitHub Actions or set it (owner/name)")
+        token = env.get("XCOMPAT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
+        return cls(
+            api_url=env.get("GITHUB_API_URL", DEFAULT_API),
+            server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+            repository=repository,
+            event_name=env.get("GITHUB_EVENT_NAME", ""),
+            event=event,
+            sha=env.get("GITHUB_SHA"),
+            token=token,
+            run_id=env.get("GITHUB_RUN_ID"),
+            actor=env.get("GITHUB_ACTOR", ""),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delivery:
+    """What happened on one channel."""
+
+    channel: str
+    ok: bool
+    detail: str
+    url: str | None = None
+
+
+@dataclass(kw_only=True)
+class PublishOutcome:
+    deliveries: list[Delivery] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Delivery]:
+        return [d for d in self.deliveries if not d.ok]
+
+
+def annotations_for(report: Report, limits: Limits | None = None) -> list[dict[str, Any]]:
+    """Check-run annotations: failing tests with a location, ABI findings with a file, uncovered diff lines."""
+    limits = limits or load_limits()
+    out: list[dict[str, Any]] = []
+
+    def add(path: str | None, start: int | None, end: int | None, level: str, title: str, message: str, raw: str = "") -> None:
+        if not path or path.startswith("/") or ".." in Path(path).parts:
+            return  # annotations need a path inside the repository
+        start = start if start and start > 0 else 1
+        item: dict[str, Any] = {
+            "path": path.removeprefix("./"),
+            "start_line": start,
+            "end_line": max(end or start, start),
+            "annotation_level": level,
+            "title": title[:255],
+            "message": message[:4000] or title[:255],
+        }
+        if raw:
+            item["raw_details"] = raw[-8000:]
+        out.append(item)
+
+    for f in report.failures:
+        if f.file:
+            where = f" [{f.cell_id}]" if f.cell_id else ""
+            add(f.file, f.line, f.line, "failure", f"{f.outcome}: {f.name}{where}", f.message or f.outcome, f.log_tail)
+    if report.abi is not None:
+        for a in report.abi.findings:
+            if a.file:
+                level = "failure" if a.required_bump == "major" else "warning"
+                add(a.file, a.line, a.line, level, f"ABI {a.kind}: {a.display_symbol}", a.message or f"requires a {a.required_bump} bump")
+    if report.coverage is not None:
+        for fc in report.coverage.diff_files:
+            for start, end in fc.uncovered:
+                add(fc.path, start, end, "warning", "Changed lines not covered", f"Lines {start}-{end} are not covered by any cell's tests.")
+    return out[: limits.annotations.per_check_run]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GitHubPublisher:
+    def __init__(
+        self,
+        context: GitHubContext,
+        *,
+        policy: RetryPolicy | None = None,
+        limits: Limits | None = None,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        wall_clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.context = context
+        self.limits = limits or load_limits()
+        kwargs: dict[str, Any] = {}
+        if clock is not None:
+            kwargs["clock"] = clock
+        if sleep is not None:
+            kwargs["sleep"] = sleep
+        if wall_clock is not None:
+            kwargs["wall_clock"] = wall_clock
+        self.http = ForgeHTTP(
+            context.api_url,
+            service="GitHub",
+            auth_headers={"Authorization": f"Bearer {context.token}"} if context.token else {},
+            secret=context.token,
+            policy=policy,
+            extra_headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
+            **kwargs,
+        )
+        owner, repo = context.owner_repo
+        self.repo_path = f"/repos/{owner}/{repo}"
+
+    # -- check runs -----------------------------------------------------------------------
+    def publish_check_run(self, report: Report, *, name: str, head_sha: str) -> Delivery:
+        summary = render(report, "markdown", "check_run_summary")
+        text = render(report, "markdown", "check_run_text")
+        title = f"{report.title}: {report.headline}"[:255]
+        annotations = annotations_for(report, self.limits)
+        chunk = self.limits.annotations.per_request
+        created = self.http.json(
+            "POST",
+            f"{self.repo_path}/check-runs",
+            json={"name": name, "head_sha": head_sha, "status": "in_progress", "started_at": _now()},
+        )
+        run_id = created["id"]
+        output: dict[str, Any] = {"title": title, "summary": summary, "text": text}
+        if annotations:
+            output["annotations"] = annotations[:chunk]
+        body: dict[str, Any] = {"status": "completed", "conclusion": report.conclusion, "completed_at": _now(), "output": output}
+        if report.artifact_url:
+            body["details_url"] = report.artifact_url
+        done = self.http.json("PATCH", f"{self.repo_path}/check-runs/{run_id}", json=body)
+        for start in range(chunk, len(annotations), chunk):
+            # Each update appends its annotations; title and summary are required with output.
+            self.http.json(
+                "PATCH",
+                f"{self.repo_path}/check-runs/{run_id}",
+                json={"output": {"title": title, "summary": summary, "annotations": annotations[start : start + chunk]}},
+            )
+        url = done.get("html_url") if isinstance(done, dict) else None
+        return Delivery(channel="check run", ok=True, detail=f"{name}: {report.conclusion}, {len(annotations)} annotation(s)", url=url)
+
+    # -- sticky comment -----------------------------------------------------------------------
+    def find_comment(self, pr_number: int, key: str) -> dict[str, Any] | None:
+        mark = marker(key)
+        for comment in self.http.paginate(f"{self.repo_path}/issues/{pr_number}/comments", {"per_page": 100}):
+            body = comment.get("body") if isinstance(comment, dict) else None
+            if isinstance(body, str) and body.lstrip().startswith(mark):
+                return comment
+        return None
+
+    def upsert_comment(self, report: Report, pr_number: int, *, key: str = "default") -> Delivery:
+        body = render(report, "markdown", "pr_comment", marker_key=key)
+        existing = self.find_comment(pr_number, key)
+        if existing is not None:
+            try:
+                updated = self.http.json("PATCH", f"{self.repo_path}/issues/comments/{existing['id']}", json={"body": body})
+                return Delivery(channel="PR comment", ok=True, detail=f"updated on #{pr_number}", url=updated.get("html_url"))
+            except PermissionDenied:
+                get_logger().warning("the existing report comment belongs to another account; adding a new one")
+        try:
+            created = self.http.json(
+                "POST", f"{self.repo_path}/issues/{pr_number}/comments", json={"body": body}, retry_server_errors=False
+            )
+        except PermissionDenied:
+            raise
+        except ForgeError as exc:
+            if exc.status is None or exc.status < 500:
+                raise
+            # A 5xx on create may still have created the comment: look again before retrying once.
+            existing = self.find_comment(pr_number, key)
+            if existing is not None:
+                return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=existing.get("html_url"))
+            created = self.http.json("POST", f"{self.repo_path}/issues/{pr_number}/comments", json={"body": body})
+        return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=created.get("html_url"))
+
+    # -- PR lookup ------------------------------------------------------------------------------
+    def find_pr_for_sha(self, sha: str, *, head_owner: str | None = None, head_branch: str | None = None) -> int | None:
+        """The open PR whose head is ``sha`` (``workflow_run`` from a fork has no PR number)."""
+        for pr in self.http.paginate(f"{self.repo_path}/commits/{sha}/pulls", {"per_page": 100}):
+            if isinstance(pr, dict) and pr.get("state") == "open" and pr.get("head", {}).get("sha") == sha:
+                return int(pr["number"])
+        if head_owner and head_branch:
+            params = {"state": "open", "head": f"{head_owner}:{head_branch}", "per_page": 100}
+            for pr in self.http.paginate(f"{self.repo_path}/pulls", params):
+                if isinstance(pr, dict) and pr.get("head", {}).get("sha") == sha:
+                    return int(pr["number"])
+        return None
+
+    def resolve_pr(self) -> int | None:
+        ctx = self.context
+        if ctx.pr_number is not None:
+            return ctx.pr_number
+        sha = ctx.head_sha
+        if not sha:
+            return None
+        run = ctx.event.get("workflow_run", {}) if ctx.event_name == "workflow_run" else {}
+        owner = (run.get("head_repository") or {}).get("owner", {}).get("login") if isinstance(run, dict) else None
+        branch = run.get("head_branch") if isinstance(run, dict) else None
+        return self.find_pr_for_sha(sha, head_owner=owner, head_branch=branch)
+
+    # -- everything ---------------------------------------------------------------------------------
+    def publish(self, report: Report, *, check_name: str, comment: bool = True, check_run: bool = True, comment_key: str = "default") -> PublishOutcome:
+        outcome = PublishOutcome()
+        reason = self.context.read_only_reason()
+        if reason:
+            for channel in [c for c, on in (("check run", check_run), ("PR comment", comment)) if on]:
+                outcome.deliveries.append(Delivery(channel=channel, ok=False, detail=f"not posted: {reason}"))
+            return outcome
+        head_sha = self.context.head_sha
+        if check_run:
+            if not head_sha:
+                outcome.deliveries.append(Delivery(channel="check run", ok=False, detail="not posted: no head commit SHA (GITHUB_SHA)"))
+            else:
+                outcome.deliveries.append(self._attempt("check run", lambda: self.publish_check_run(report, name=check_name, head_sha=head_sha)))
+        if comment:
+
+            def post_comment() -> Delivery:
+                number = self.resolve_pr()
+                if number is None:
+                    return Delivery(channel="PR comment", ok=True, detail="skipped: this run belongs to no open pull request")
+                return self.upsert_comment(report, number, key=comment_key)
+
+            outcome.deliveries.append(self._attempt("PR comment", post_comment))
+        return outcome
+
+    def _attempt(self, channel: str, action: Callable[[], Delivery]) -> Delivery:
+        try:
+            return action()
+        except PermissionDenied as exc:
+            return Delivery(
+                channel=channel,
+                ok=False,
+                detail=f"not posted: the token may not write here ({exc.message}); "
+                "for pull requests from forks use the two-stage workflow_run workflow",
+            )
+        except ForgeError as exc:
+            return Delivery(channel=channel, ok=False, detail=f"not posted: {exc.message}")
+
+
+def job_summary_budget(path: str | None, limits: Limits | None = None) -> int:
+    """Bytes left in this step's summary file under GitHub's 1 MiB per-step limit."""
+    limits = limits or load_limits()
+    used = Path(path).stat().st_size if path and Path(path).is_file() else 0
+    return max(0, limits.channel("job_summary").limit - used - 1)
+
+
+def summary_markdown(report: Report, room: int, notes: Sequence[str] = ()) -> str:
+    from xcompat.report.channels import Channel
+
+    extra = "".join(f"\n> {n}\n" for n in notes)
+    channel = Channel(name="job_summary", limit=max(room - len(extra.encode()) - 2, 0), unit="bytes", source="")
+    return render(report, "markdown", channel) + extra

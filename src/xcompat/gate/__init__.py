@@ -1,0 +1,180 @@
+"""The release gate: allow a tag only when the evidence says the signed matrix was satisfied.
+
+Checks, all of which must pass (an empty set of checks is refused, never "valid"):
+
+* ``matrix-signature``: the matrix is signed by a key in the trust list of a protected ref;
+* ``plan-source``: with ``--matrix``, the plan was made from that (signed) matrix;
+* ``tag-pattern``: the tag matches the matrix's ``gate.tag-pattern``;
+* ``cell:<id>``: every required cell of the plan has results, all ``passed`` (missing,
+  ``skipped`` and ``fallback`` fail);
+* ``version-bump``: the ABI diff's ``required_bump`` does not exceed the bump from the last
+  release tag to this tag;
+* ``coverage``: the merged coverage result passed its thresholds.
+
+``evaluate_gate`` returns a ``GateDecision``; ``decision_document`` renders ``gate.json``.
+The environment is passed in as a mapping, never read from ``os.environ`` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xcompat.errors import UsageError
+from xcompat.gate.checks import (
+    CellVerdict,
+    CheckOutcome,
+    check_abi_bump,
+    check_cells,
+    check_coverage,
+    check_matrix_signature,
+    check_plan_source,
+    check_tag_pattern,
+    load_abi_diff,
+)
+from xcompat.gate.results import load_plan, load_results
+from xcompat.gate.versions import ReleaseStep, release_step
+
+__all__ = [
+    "CheckOutcome",
+    "GateDecision",
+    "GateRequest",
+    "decision_document",
+    "evaluate_gate",
+    "tag_from_env",
+]
+
+GATE_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateRequest:
+    plan: Path | None = None
+    results: tuple[Path, ...] = ()
+    require_kinds: tuple[str, ...] = ()
+    abi: tuple[Path, ...] = ()
+    coverage: tuple[Path, ...] = ()
+    matrix: Path | None = None
+    allowed_signers: Path | None = None
+    trust_ref: str | None = None
+    signature: Path | None = None
+    revoked: Path | None = None
+    tag: str | None = None
+    previous_tag: str | None = None
+    tag_prefix: str = ""
+    git_dir: Path = Path(".")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateDecision:
+    checks: tuple[CheckOutcome, ...]
+    cells: tuple[CellVerdict, ...] = ()
+    step: ReleaseStep | None = None
+    tag: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def allowed(self) -> bool:
+        # An empty policy is refused: "nothing was checked" must never read as a pass.
+        return bool(self.checks) and all(check.passed for check in self.checks)
+
+    @property
+    def failed(self) -> tuple[CheckOutcome, ...]:
+        return tuple(check for check in self.checks if not check.passed)
+
+    @property
+    def summary(self) -> str:
+        if not self.checks:
+            return "release refused: no checks were requested"
+        if self.allowed:
+            return f"release allowed: all {len(self.checks)} checks passed"
+        names = ", ".join(check.name for check in self.failed[:5])
+        more = f" and {len(self.failed) - 5} more" if len(self.failed) > 5 else ""
+        return f"release refused: {len(self.failed)} of {len(self.checks)} checks failed ({names}{more})"
+
+
+def tag_from_env(env: Mapping[str, str]) -> str | None:
+    """The tag this pipeline runs for: GitHub ``refs/tags/*`` runs or GitLab tag pipelines."""
+    if env.get("GITHUB_REF_TYPE") == "tag" and env.get("GITHUB_REF_NAME"):
+        return env["GITHUB_REF_NAME"]
+    ref = env.get("GITHUB_REF", "")
+    if ref.startswith("refs/tags/"):
+        return ref[len("refs/tags/") :]
+    return env.get("CI_COMMIT_TAG") or None
+
+
+def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) -> GateDecision:
+    env = env or {}
+    checks: list[CheckOutcome] = []
+    warnings: list[str] = []
+    verdicts: tuple[CellVerdict, ...] = ()
+    tag = request.tag or tag_from_env(env)
+
+    verified_sha256: str | None = None
+    if request.matrix is not None:
+        if request.allowed_signers is None:
+            raise UsageError("--matrix needs --allowed-signers (with --trust-ref, the path inside that ref)")
+        outcome, verified = check_matrix_signature(
+            request.matrix, request.allowed_signers, trust_ref=request.trust_ref,
+            signature=request.signature, revoked=request.revoked, env=env,
+        )
+        checks.append(outcome)
+        verified_sha256 = None if verified is None else verified.sha256
+
+    if request.plan is not None:
+        plan = load_plan(request.plan)
+        if request.matrix is not None:
+            checks.append(check_plan_source(plan, verified_sha256, request.matrix))
+        pattern = check_tag_pattern(plan, tag)
+        if pattern is not None:
+            checks.append(pattern)
+        results = load_results(request.results) if request.results else ()
+        cell_checks, cell_verdicts, cell_warnings = check_cells(
+            plan, results, require_kinds=request.require_kinds
+        )
+        checks.extend(cell_checks)
+        verdicts = tuple(cell_verdicts)
+        warnings.extend(cell_warnings)
+
+    step: ReleaseStep | None = None
+    if request.abi:
+        evidence = [load_abi_diff(path) for path in request.abi]
+        if tag:
+            step = release_step(request.git_dir, tag, previous_tag=request.previous_tag, prefix=request.tag_prefix)
+        checks.append(check_abi_bump(evidence, step))
+
+    for path in request.coverage:
+        checks.append(check_coverage(path))
+
+    return GateDecision(checks=tuple(checks), cells=verdicts, step=step, tag=tag, warnings=tuple(warnings))
+
+
+def decision_document(decision: GateDecision) -> dict[str, Any]:
+    """``gate.json``: the common envelope plus every check and every cell's verdict."""
+    step = decision.step
+    document: dict[str, Any] = {
+        "version": GATE_FORMAT_VERSION,
+        "kind": "gate",
+        "cell_id": None,
+        "status": "passed" if decision.allowed else "failed",
+        "summary": decision.summary,
+        "allowed": decision.allowed,
+        "tag": decision.tag,
+        "release": None if step is None else {
+            "tag": step.tag,
+            "version": step.version,
+            "previous_tag": step.previous_tag,
+            "previous_version": step.previous_version,
+            "bump": step.bump,
+            "found_by": step.how_found,
+        },
+        "checks": [check.to_dict() for check in decision.checks],
+        "cells": [
+            {"id": v.id, "required": v.required, "status": v.status, "kinds": list(v.kinds)}
+            for v in decision.cells
+        ],
+        "warnings": list(decision.warnings),
+    }
+    return document

@@ -1,0 +1,173 @@
+"""Read what the gate judges: the plan's cells and the per-cell stage results.
+
+Every per-cell result carries the common envelope (``version``, ``kind``, ``cell_id``,
+``status``, ``summary``), so the gate needs to know nothing else about a stage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xcompat.errors import InputError
+
+STAGE_KINDS = frozenset({"build", "kernels", "test", "probe", "abi", "coverage"})
+STATUSES = frozenset({"passed", "failed", "crashed", "skipped", "fallback"})
+
+# Result files are small; anything bigger in a results folder is not an envelope (a wheel
+# listing, a raw coverage dump) and is not read in full.
+_MAX_RESULT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedCell:
+    id: str
+    required: bool
+    backend: str | None = None
+    runs_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What the gate needs from a plan: its cells and the matrix's release settings."""
+
+    cells: tuple[PlannedCell, ...]
+    matrix_sha256: str | None = None
+    tag_pattern: str | None = None
+    required_backends: tuple[str, ...] = ()
+
+    def required(self, cell: PlannedCell) -> bool:
+        """A cell gates the release when the matrix marks it required or its backend is a required one."""
+        return cell.required or (cell.backend is not None and cell.backend in self.required_backends)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageResult:
+    kind: str
+    cell_id: str | None
+    status: str
+    summary: str
+    path: Path
+
+
+def _cells_list(document: Any) -> list[Any] | None:
+    if not isinstance(document, dict):
+        return None
+    for key in ("cells", "include"):
+        value = document.get(key)
+        if isinstance(value, list):
+            return value
+    matrix = document.get("matrix")
+    if isinstance(matrix, dict):
+        return _cells_list(matrix)
+    github = document.get("github")
+    if isinstance(github, dict):
+        return _cells_list(github)
+    return None
+
+
+def load_plan(path: Path) -> Plan:
+    """The cells of a plan written by ``xcompat matrix plan --format json`` (or a GitHub ``strategy.matrix``)."""
+    from xcompat.jsonio import read_json
+
+    document = read_json(path)
+    cells = _cells_list(document)
+    if cells is None:
+        raise InputError("not a plan: expected a 'cells' (or GitHub 'include') list",
+                         file=path, hint="write it with: xcompat matrix plan MATRIX --format json")
+    planned: list[PlannedCell] = []
+    seen: set[str] = set()
+    for index, cell in enumerate(cells):
+        where = f"$.cells[{index}]"
+        if not isinstance(cell, dict):
+            raise InputError(f"{where}: a cell must be an object", file=path)
+        cid = cell.get("id", cell.get("cell_id", cell.get("cell")))
+        if not isinstance(cid, str) or not cid:
+            raise InputError(f"{where}: a cell needs a non-empty string 'id'", file=path)
+        if cid in seen:
+            raise InputError(f"{where}: cell id {cid!r} appears twice", file=path)
+        seen.add(cid)
+        required = cell.get("required", True)
+        if not isinstance(required, bool):
+            raise InputError(f"{where}.required: must be true or false, got {required!r}", file=path)
+        runs_on = cell.get("runs_on", cell.get("runs-on", ()))
+        if isinstance(runs_on, str):
+            runs_on = (runs_on,)
+        planned.append(
+            PlannedCell(id=cid, required=required, backend=cell.get("backend"),
+                        runs_on=tuple(str(label) for label in runs_on))
+        )
+    settings = document.get("settings") if isinstance(document.get("settings"), dict) else {}
+    gate = settings.get("gate") if isinstance(settings.get("gate"), dict) else {}
+    pattern = gate.get("tag_pattern")
+    backends = gate.get("required_backends", [])
+    if pattern is not None and not isinstance(pattern, str):
+        raise InputError(f"$.settings.gate.tag_pattern: expected a string, got {pattern!r}", file=path)
+    if not isinstance(backends, list) or not all(isinstance(b, str) for b in backends):
+        raise InputError(f"$.settings.gate.required_backends: expected a list of names, got {backends!r}", file=path)
+    sha = document.get("matrix_sha256")
+    return Plan(
+        cells=tuple(planned),
+        matrix_sha256=sha if isinstance(sha, str) and sha else None,
+        tag_pattern=pattern,
+        required_backends=tuple(backends),
+    )
+
+
+def _json_files(folder: Path) -> Iterator[Path]:
+    for path in sorted(folder.rglob("*.json")):
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            yield path
+
+
+def parse_result(path: Path, document: Any) -> StageResult | None:
+    """The envelope of one result document, None when it is not a per-cell stage result."""
+    if not isinstance(document, dict) or document.get("kind") not in STAGE_KINDS:
+        return None
+    if "cell_id" not in document or "status" not in document:
+        return None
+    version = document.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InputError(f"$.version: expected an integer, got {version!r}", file=path)
+    if version != 1:
+        raise InputError(f"$.version: this xcompat reads result version 1, got {version}", file=path,
+                         hint="use the same xcompat version for every stage")
+    status = document["status"]
+    if status not in STATUSES:
+        raise InputError(f"$.status: {status!r} is not one of {', '.join(sorted(STATUSES))}", file=path)
+    cid = document["cell_id"]
+    if cid is not None and not isinstance(cid, str):
+        raise InputError(f"$.cell_id: expected a string or null, got {cid!r}", file=path)
+    summary = document.get("summary", "")
+    return StageResult(kind=document["kind"], cell_id=cid, status=status,
+                       summary=summary if isinstance(summary, str) else "", path=path)
+
+
+def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
+    """Every per-cell stage result under ``folders`` (searched recursively, e.g. downloaded artifacts).
+
+    A JSON file that does not parse is an error, not something to skip: a truncated result
+    must never read as "no result" and certainly not as a pass.
+    """
+    found: list[StageResult] = []
+    for folder in folders:
+        if not folder.is_dir():
+            raise InputError("results folder not found", file=folder,
+                             hint="download the stage artifacts there first")
+        for path in _json_files(folder):
+            if path.stat().st_size > _MAX_RESULT_BYTES:
+                continue
+            try:
+                document = json.loads(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text", file=path) from None
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno,
+                                 hint="a truncated result usually means its job was cancelled") from None
+            result = parse_result(path, document)
+            if result is not None:
+                found.append(result)
+    return tuple(found)

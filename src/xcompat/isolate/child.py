@@ -1,0 +1,175 @@
+"""The test process: runs a group of already-collected items and streams results to the parent.
+
+Used right after ``os.fork()`` (the items come from the parent's collection) and by a
+spawned worker (``xcompat.isolate.spawned``), which collects the same node ids itself.
+
+Messages are JSON lines on a pipe:
+
+* ``{"event": "start", "nodeid", "out": offset}``: a test begins; ``out`` is the position in
+  the output file where its output starts (the parent arms the timeout here);
+* ``{"event": "report", "nodeid", "report": {...}}``: one setup/call/teardown report, in
+  pytest's own serialisable form (``pytest_report_to_serializable``);
+* ``{"event": "leaks", "nodeid", "leaks": [...]}``: leak-check results;
+* ``{"event": "done", "nodeid", "out": offset}``: the test and its teardown finished.
+
+A process that dies between ``start`` and ``done`` crashed in that test.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xcompat.isolate.leaks import LeakPolicy, measure_leaks
+
+# The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
+DUMP_SIGNAL = signal.SIGUSR1 if hasattr(signal, "SIGUSR1") else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildPlan:
+    write_fd: int  # message pipe
+    out_path: str  # captured stdout+stderr of the process (fd level)
+    crash_path: str  # faulthandler output
+    env: tuple[tuple[str, str], ...] = ()
+    threads: int | None = None
+    leak_kinds: tuple[str, ...] = ()
+    leak_policy: LeakPolicy = LeakPolicy()
+
+
+class Channel:
+    """Line-oriented JSON writes on a raw file descriptor (no buffering to lose on a crash)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, default=str) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+
+def _redirect_output(out_path: str) -> None:
+    """Send fd 1 and 2 (C and Python output alike) to the per-process output file."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            pass
+
+
+def _output_offset() -> int:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return os.lseek(1, 0, os.SEEK_END)
+    except OSError:
+        return 0
+
+
+def _quiet_pytest(config: Any) -> None:
+    """Run pytest's per-test machinery without its global capture and terminal output.
+
+    Output goes to our file at fd level instead, so it survives a crash; the terminal
+    lines are printed once, by the parent, from the reports we send back.
+    """
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+        capman._method = "no"  # pytest has no public switch for this
+        capman.start_global_capturing()
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None:
+        from _pytest.config import create_terminal_writer
+
+        reporter._tw = create_terminal_writer(config, open(os.devnull, "w"))  # noqa: SIM115
+
+
+class _ReportForwarder:
+    def __init__(self, config: Any, channel: Channel) -> None:
+        self.config = config
+        self.channel = channel
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+        self.channel.send({"event": "report", "nodeid": report.nodeid, "report": data})
+
+
+def _install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
+    original = item.runtest
+
+    def runtest_repeated() -> None:
+        original()
+        reports = measure_leaks(original, plan.leak_kinds, plan.leak_policy)
+        channel.send({"event": "leaks", "nodeid": item.nodeid, "leaks": [r.to_dict() for r in reports]})
+
+    item.runtest = runtest_repeated
+
+
+def prepare_process(plan: ChildPlan, config: Any) -> None:
+    """Process-level setup of a test process (after fork or in a spawned worker)."""
+    # First: stopping pytest's capture restores fd 1/2, which must not undo our redirect.
+    _quiet_pytest(config)
+    if hasattr(os, "setpgid"):
+        try:
+            os.setpgid(0, 0)  # our own process group: the watchdog kills stray grandchildren too
+        except OSError:
+            pass
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for key, value in plan.env:
+        os.environ[key] = value
+    _redirect_output(plan.out_path)
+    crash_fd = os.open(plan.crash_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    faulthandler.enable(file=crash_fd, all_threads=True)
+    if DUMP_SIGNAL is not None:
+        faulthandler.register(DUMP_SIGNAL, file=crash_fd, all_threads=True, chain=False)
+    if plan.threads and plan.threads > 1 and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(plan.threads)
+
+
+def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
+    """Run ``items`` in this process, streaming messages; the caller exits afterwards."""
+    channel = Channel(plan.write_fd)
+    config.pluginmanager.register(_ReportForwarder(config, channel), "xcompat-isolate-forwarder")
+    for index, item in enumerate(items):
+        nextitem = items[index + 1] if index + 1 < len(items) else None
+        channel.send({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
+        if plan.leak_kinds:
+            _install_leak_check(item, plan, channel)
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        channel.send({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
+
+
+def run_forked_child(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
+    """Body of a forked test process. Never returns."""
+    code = 0
+    try:
+        prepare_process(plan, config)
+        run_items(config, items, plan)
+    except BaseException:  # noqa: BLE001 - report anything, then leave without running parent code
+        try:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)

@@ -1,0 +1,183 @@
+"""One isolated test run, end to end: warm the parent, collect, fork per test, deep checks.
+
+``run_tests(options)`` is the core behind ``xcompat test``; it returns a ``RunResult`` and
+never prints (pytest's own terminal output aside) or exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from xcompat.errors import UnavailableError, UsageError
+from xcompat.isolate.devices import DeviceSlot, cpu_slots, detect_accelerator, plan_slots
+from xcompat.isolate.leaks import LeakPolicy
+from xcompat.isolate.outcomes import Isolation, RunResult, TestRecord
+
+StartMethod = Literal["auto", "fork", "spawn"]
+Deep = Literal["valgrind", "compute-sanitizer"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    paths: tuple[str, ...] = ()
+    pytest_args: tuple[str, ...] = ()
+    isolation: Isolation = "test"
+    timeout_s: float | None = 300.0
+    cell_id: str | None = None
+    leak_kinds: tuple[str, ...] = ()
+    leak_policy: LeakPolicy = field(default_factory=LeakPolicy)
+    deep: Deep | None = None
+    devices: str = "auto"  # "auto" or a worker count
+    start_method: StartMethod = "auto"
+    warm_torch: bool = True
+    preload: tuple[str, ...] = ()
+    rootdir: str | None = None
+
+
+def choose_start_method(requested: StartMethod, platform: str = sys.platform) -> str:
+    """fork from the warm parent where it is safe; spawn on macOS (fork-unsafe) and Windows."""
+    if requested != "auto":
+        if requested == "fork" and not hasattr(os, "fork"):
+            raise UnavailableError("fork is not available on this platform", hint="use --start-method spawn")
+        return requested
+    if not hasattr(os, "fork") or platform == "darwin":
+        return "spawn"
+    return "fork"
+
+
+def resolve_slots(devices: str, env: Mapping[str, str]) -> list[DeviceSlot]:
+    """``auto``: one worker per visible accelerator (one CPU worker without one); ``N``: N workers."""
+    backend, count = detect_accelerator(env)
+    if devices == "auto":
+        return plan_slots(backend, count, env)
+    try:
+        n = int(devices)
+    except ValueError:
+        raise UsageError(f"--devices must be 'auto' or a number, not {devices!r}") from None
+    if n < 1:
+        raise UsageError(f"--devices must be at least 1, not {n}")
+    if backend in ("cuda", "rocm"):
+        return plan_slots(backend, count, env, limit=n)
+    return cpu_slots(n)
+
+
+def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunResult:
+    import pytest
+
+    env = os.environ if env is None else env
+    start = time.monotonic()
+    method = choose_start_method(options.start_method)
+    isolation = options.isolation
+    slots = resolve_slots(options.devices, env)
+    if isolation == "none":
+        slots = slots[:1]
+
+    from xcompat.isolate.warmup import WarmState, warm_parent
+
+    warm = WarmState()
+    if isolation != "none" and method == "fork":
+        warm = warm_parent(preload=options.preload, use_torch=options.warm_torch)
+
+    # The plugin package is imported before pytest can mark it for assertion rewriting.
+    args = ["-W", "ignore:Module already imported so cannot be rewritten; xcompat:pytest.PytestAssertRewriteWarning"]
+    args += [*options.paths, *options.pytest_args]
+    if options.rootdir:
+        args += ["--rootdir", options.rootdir]
+    if method == "spawn" and isolation != "none":
+        from xcompat.isolate.spawned import SpawnRunner
+
+        runner = SpawnRunner(
+            isolation=isolation,
+            slots=slots,
+            timeout_s=options.timeout_s,
+            leak_kinds=options.leak_kinds,
+            leak_policy=options.leak_policy,
+            args=tuple(args),
+        )
+    else:
+        from xcompat.isolate.runner import IsolatedRunner
+
+        runner = IsolatedRunner(
+            isolation=isolation,
+            slots=slots,
+            timeout_s=options.timeout_s,
+            threads=warm.threads,
+            leak_kinds=options.leak_kinds,
+            leak_policy=options.leak_policy,
+        )
+    try:
+        exit_code = int(pytest.main(args, plugins=[runner]))
+        records = runner.results()
+        collected = list(runner.collected)
+    finally:
+        runner.cleanup()
+    if exit_code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) and not records:
+        raise UsageError(
+            f"pytest could not run ({pytest.ExitCode(exit_code).name.lower()}) with arguments: {' '.join(args)}",
+            hint="check the paths and the options after --",
+        )
+    if not records:
+        raise UsageError(
+            "no tests were collected from " + (" ".join(options.paths) or "the current folder"),
+            hint="check the paths and any -k/-m selection after --",
+        )
+
+    findings: tuple[dict, ...] = ()
+    if options.deep:
+        records, findings = _deep_checks(options, records, collected, args, env)
+
+    return RunResult(
+        records=tuple(records),
+        isolation=isolation,
+        start_method="in-process" if isolation == "none" else method,
+        timeout_s=options.timeout_s if isolation != "none" else None,
+        duration_s=time.monotonic() - start,
+        cell_id=options.cell_id,
+        leak_checks=options.leak_kinds,
+        deep=options.deep,
+        devices=tuple(slot.label for slot in slots),
+        warmup=warm.to_dict(),
+        findings=findings,
+        pytest_exit=exit_code,
+    )
+
+
+def _deep_checks(
+    options: RunOptions,
+    records: Sequence[TestRecord],
+    collected: Sequence[str],
+    args: Sequence[str],
+    env: Mapping[str, str],
+) -> tuple[list[TestRecord], tuple[dict, ...]]:
+    """Re-run the tests that ran under a memory checker; attach what each one adds."""
+    from xcompat.isolate.sanitizers import dedupe, outcome_for
+
+    ran = [r.nodeid for r in records if r.outcome in ("passed", "failed", "xfailed", "xpassed", "leaked")]
+    nodeids = [n for n in collected if n in set(ran)]
+    if options.deep == "valgrind":
+        from xcompat.isolate.valgrind import run_valgrind
+
+        per_test = run_valgrind(nodeids, args=[a for a in options.pytest_args], timeout_s=options.timeout_s, env=env)
+    else:
+        from xcompat.isolate.compute_sanitizer import run_compute_sanitizer
+
+        per_test = run_compute_sanitizer(nodeids, args=list(options.pytest_args), timeout_s=options.timeout_s, env=env)
+    updated: list[TestRecord] = []
+    all_findings = []
+    for record in records:
+        found = per_test.get(record.nodeid, [])
+        if found:
+            all_findings.extend(found)
+            as_dicts = tuple(f.to_dict() for f in dedupe(found))
+            outcome = outcome_for(found, record.outcome)
+            message = record.message
+            if outcome != record.outcome:
+                message = f"{len(as_dicts)} {options.deep} finding(s): " + as_dicts[0]["summary"]
+            record = replace(record, findings=as_dicts, outcome=outcome, message=message)  # type: ignore[arg-type]
+        updated.append(record)
+    return updated, tuple(f.to_dict() for f in dedupe(all_findings))

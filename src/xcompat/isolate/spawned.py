@@ -1,0 +1,114 @@
+"""Spawn start method: a fresh interpreter per test (or file) where fork is unsafe or missing.
+
+macOS (fork is unsafe with Apple's frameworks and MPS) and Windows have no warm parent to
+fork from, so each group of tests runs in ``python -m xcompat.isolate.spawned``, which
+collects exactly the node ids it was given and streams the same messages as a forked
+child. The parent side is ``IsolatedRunner`` with process creation swapped out.
+Costs a full interpreter start (and ``import torch``) per group: prefer ``--isolate file``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from xcompat.isolate.child import ChildPlan, prepare_process, run_items
+from xcompat.isolate.runner import IsolatedRunner, _Child, _pidfd
+
+
+class SpawnRunner(IsolatedRunner):
+    def __init__(self, *, args: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(threads=None, **kwargs)
+        self.args = args
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def _fork(self, config: Any, group: list[Any], slot_index: int) -> _Child:
+        slot = self.slots[slot_index]
+        fd, out_path = tempfile.mkstemp(prefix="out-", dir=self._tmp)
+        os.close(fd)
+        fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=self._tmp)
+        os.close(fd)
+        read_fd, write_fd = os.pipe()
+        options = [a for a in self.args if a.startswith("-")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "xcompat.isolate.spawned",
+            "--fd",
+            str(write_fd),
+            "--out",
+            out_path,
+            "--crash",
+            crash_path,
+            *(f"--leak={k}" for k in self.leak_kinds),
+            "--",
+            "--rootdir",
+            str(config.rootpath),
+            "-p",
+            "no:cacheprovider",
+            *options,
+            *(item.nodeid for item in group),
+        ]
+        env = {**os.environ, **dict(slot.env)}
+        proc = subprocess.Popen(cmd, cwd=str(config.rootpath), env=env, pass_fds=(write_fd,))
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        self._procs[proc.pid] = proc
+        now = time.monotonic()
+        child = _Child(
+            pid=proc.pid,
+            slot=slot_index,
+            items=group,
+            read_fd=read_fd,
+            out_path=out_path,
+            crash_path=crash_path,
+            spawned=now,
+            pidfd=_pidfd(proc.pid),
+        )
+        if self.timeout_s:
+            # A fresh interpreter must import everything first: give it extra time to start.
+            child.deadline = now + self.timeout_s + 60
+        return child
+
+    def _finish_child(self, config: Any, child: _Child) -> list[Any]:
+        proc = self._procs.pop(child.pid, None)
+        if proc is not None:
+            proc.returncode = child.status  # already reaped with waitpid
+        return super()._finish_child(config, child)
+
+
+class _WorkerPlugin:
+    def __init__(self, plan: ChildPlan) -> None:
+        self.plan = plan
+
+    def pytest_runtestloop(self, session: Any) -> bool:
+        prepare_process(self.plan, session.config)
+        run_items(session.config, session.items, self.plan)
+        return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import pytest
+
+    parser = argparse.ArgumentParser(prog="python -m xcompat.isolate.spawned")
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--crash", required=True)
+    parser.add_argument("--leak", action="append", default=[])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    ns = parser.parse_args(argv[:cut])
+    plan = ChildPlan(write_fd=ns.fd, out_path=ns.out, crash_path=ns.crash, leak_kinds=tuple(ns.leak))
+    pytest.main(argv[cut + 1 :], plugins=[_WorkerPlugin(plan)])
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

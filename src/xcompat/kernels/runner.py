@@ -1,0 +1,366 @@
+"""Run the conformance kernels on the backend the fallback chain picks, and report.
+
+Every case runs twice, with the outputs poisoned first with NaN and then with a finite
+sentinel, so an element a kernel forgets to write fails in at least one of the runs. On
+the CPU backend the cases run on every SIMD path the CPU supports (and the scalar path),
+or only on the path forced with ``XCOMPAT_KERNELS_ISA``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from xcompat.devices import FallbackChain, parse_order
+from xcompat.errors import UnavailableError, UsageError
+from xcompat.kernels import cases as casegen
+from xcompat.kernels import reference as refs
+from xcompat.kernels.tolerances import Tolerance, ToleranceTable, load_tolerances
+
+POISON_MODES = (1, 2)  # NaN, then the finite sentinel
+ATOMIC_THREADS = 8
+OPCHECK_OPS = ("add", "fma", "exp", "softmax", "sum", "scatter_add")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def call_kernel(ops: Any, case: casegen.Case, inputs: list[Any]) -> Any:
+    k = case.kernel
+    if k == "add":
+        return ops.add(*inputs)
+    if k == "_broken_add_stride":
+        return ops._broken_add_stride(*inputs)
+    if k == "fma":
+        return ops.fma(*inputs)
+    if k == "exp":
+        return ops.exp(*inputs)
+    if k == "softmax":
+        return ops.softmax(*inputs)
+    if k == "sum_deterministic":
+        return ops.sum(inputs[0], True, ATOMIC_THREADS)
+    if k == "sum_atomic":
+        return ops.sum(inputs[0], False, ATOMIC_THREADS)
+    if k == "scatter_add":
+        return ops.scatter_add(inputs[0], inputs[1], case.bins, ATOMIC_THREADS)
+    raise KeyError(k)
+
+
+def reference_for(case: casegen.Case, host_inputs: list[Any]) -> tuple[Any, Any]:
+    """(reference, scale) in float64; scale is None for elementwise comparisons."""
+    import numpy as np
+    import torch
+
+    k = case.kernel
+    if k in ("add", "_broken_add_stride"):
+        ref = refs.ref_add(*host_inputs)
+    elif k == "fma":
+        ref = refs.ref_fma(*host_inputs)
+    elif k == "exp":
+        ref = refs.ref_exp(*host_inputs)
+    elif k == "softmax":
+        ref = refs.ref_softmax(*host_inputs)
+    elif k in casegen.REDUCTIONS:
+        return refs.ref_sum(host_inputs[0]), refs.abs_scale_sum(host_inputs[0])
+    elif k == "scatter_add":
+        idx, w = host_inputs
+        return refs.ref_scatter_add(idx, w, case.bins), refs.abs_scale_scatter(idx, w, case.bins)
+    else:
+        raise KeyError(k)
+    # round once to the output dtype (overflow to inf included), as the kernels must
+    rounded = torch.from_numpy(np.array(ref, dtype=np.float64)).to(getattr(torch, case.dtype))
+    return rounded.double().numpy(), None
+
+
+def to_host(t: Any) -> Any:
+    import torch
+
+    t = t.detach().to("cpu")
+    if t.dtype in (torch.int64, torch.int32):
+        return t.numpy()
+    return t.double().numpy()
+
+
+def run_case(ops: Any, case: casegen.Case, device: str, tol: Tolerance, *, poison: Any = None) -> dict[str, Any]:
+    """Run one case (under each poison mode) and compare it with its reference."""
+    if case.exact:
+        tol = Tolerance.exact(tol.scale)
+    inputs = casegen.make_inputs(case, device)
+    host = [to_host(t) for t in inputs]
+    ref, scale = reference_for(case, host)
+    result: dict[str, Any] = {**case.to_dict(), "status": "passed", "mismatches": 0, "max_abs_err": 0.0,
+                              "max_rel_err": 0.0, "detail": None}
+    outputs = []
+    for mode in POISON_MODES if poison is not None else (0,):
+        if poison is not None:
+            poison(mode)
+        try:
+            out = call_kernel(ops, case, inputs)
+            host_out = to_host(out)
+        except Exception as exc:  # noqa: BLE001 - any kernel error is a failed case
+            result.update(status="failed", detail=f"raised {_first_line(exc)}")
+            return result
+        finally:
+            if poison is not None:
+                poison(0)
+        outputs.append(host_out)
+        cmp = refs.compare(host_out, ref, tol, scale=scale)
+        result["mismatches"] = max(result["mismatches"], cmp.mismatches)
+        for key in ("max_abs_err", "max_rel_err"):
+            value = getattr(cmp, key)
+            if value is None or result[key] is None:
+                result[key] = None
+            else:
+                result[key] = max(result[key], value)
+        if not cmp.ok:
+            result.update(status="failed", detail=f"poison mode {mode}: {cmp.detail}")
+            return result
+    if case.kernel == "sum_deterministic" and len(outputs) == 2:
+        import numpy as np
+
+        if outputs[0].tobytes() != outputs[1].tobytes() and not np.isnan(outputs).all():
+            result.update(status="failed", detail=f"not reproducible: {outputs[0]!r} then {outputs[1]!r}")
+    return result
+
+
+def _kernel_status(case_results: list[dict[str, Any]]) -> str:
+    statuses = {c["status"] for c in case_results}
+    if "failed" in statuses:
+        return "failed"
+    if statuses == {"skipped"} or not statuses:
+        return "skipped"
+    return "passed"
+
+
+def run_opcheck(ops: Any, device: str) -> dict[str, Any]:
+    """``torch.library.opcheck`` on each registered op with a small non-contiguous sample.
+
+    opcheck checks registration, schema, fake-tensor and AOT-dispatch consistency; it
+    does not check values (see the value cases for that)."""
+    import torch
+
+    a = torch.randn(6, 5, device=device).t()
+    b = torch.randn(6, 5, device=device).t()
+    c = torch.randn(5, 6, device=device)
+    samples = {
+        "add": (a, b),
+        "fma": (a, b, c),
+        "exp": (a,),
+        "softmax": (a,),
+        "sum": (torch.randn(37, device=device), True, 2),
+        "scatter_add": (torch.randint(0, 4, (50,), device=device), torch.randn(50, device=device), 4, 2),
+    }
+    out: dict[str, Any] = {}
+    for name in OPCHECK_OPS:
+        op = getattr(ops, name).default
+        try:
+            report = torch.library.opcheck(op, samples[name], raise_exception=False)
+        except Exception as exc:  # noqa: BLE001
+            out[name] = {"status": "failed", "tests": {}, "detail": _first_line(exc)}
+            continue
+        tests = {k: ("passed" if v == "SUCCESS" else f"failed: {_first_line(v) if isinstance(v, BaseException) else v}")
+                 for k, v in report.items()}
+        failed = [k for k, v in tests.items() if v != "passed"]
+        out[name] = {"status": "failed" if failed else "passed", "tests": tests,
+                     "detail": f"failed: {', '.join(failed)}" if failed else None}
+    return out
+
+
+def _check(name: str, fn: Any) -> dict[str, Any]:
+    start = time.perf_counter()
+    try:
+        detail = fn()
+        status = "passed"
+    except _Skip as exc:
+        status, detail = "skipped", str(exc)
+    except Exception as exc:  # noqa: BLE001
+        status, detail = "failed", _first_line(exc)
+    return {"name": name, "status": status, "detail": detail, "seconds": round(time.perf_counter() - start, 4)}
+
+
+class _Skip(Exception):
+    pass
+
+
+def device_checks(ops: Any, backend: str, device: str) -> list[dict[str, Any]]:
+    from xcompat.kernels import device_checks as dc
+
+    checks = [
+        _check("wrong_device_input", lambda: dc.wrong_device_input(ops, device)),
+        _check("device_move_bit_exact", lambda: dc.device_move_bit_exact(device, _Skip)),
+    ]
+    if backend in ("cuda", "rocm"):
+        label = "hip_graph_capture_replay" if backend == "rocm" else "cuda_graph_capture_replay"
+        checks.append(_check(label, lambda: dc.graph_capture_replay(ops)))
+        checks.append(_check("two_stream_event_ordering", lambda: dc.two_stream_ordering(ops)))
+    else:
+        reason = f"needs a CUDA or ROCm device (backend is {backend})"
+        for name in ("cuda_graph_capture_replay", "two_stream_event_ordering"):
+            checks.append({"name": name, "status": "skipped", "detail": reason, "seconds": 0.0})
+    if backend == "mps":
+        checks.append(_check("metal_command_buffer_completion", lambda: dc.metal_command_buffer(ops)))
+    else:
+        checks.append({"name": "metal_command_buffer_completion", "status": "skipped",
+                       "detail": f"needs an Apple MPS device (backend is {backend})", "seconds": 0.0})
+    return checks
+
+
+def _environment() -> dict[str, Any]:
+    import numpy
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_hip": getattr(torch.version, "hip", None),
+        "numpy": numpy.__version__,
+    }
+
+
+def select_kernels(kernels: Iterable[str] | None) -> tuple[str, ...]:
+    if kernels is None:
+        return casegen.KERNELS
+    chosen = tuple(dict.fromkeys(kernels))
+    known = (*casegen.KERNELS, *casegen.SELF_TEST_KERNELS)
+    for k in chosen:
+        if k not in known:
+            raise UsageError(f"unknown kernel {k!r}", hint=f"choose from {', '.join(casegen.KERNELS)}")
+    if not chosen:
+        raise UsageError("no kernels selected")
+    return chosen
+
+
+def run_kernels(
+    *,
+    backend: str = "auto",
+    order: Sequence[str] | str | None = None,
+    required: Iterable[str] | None = None,
+    kernels: Iterable[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cell_id: str | None = None,
+    opcheck: bool = True,
+    tolerances: ToleranceTable | None = None,
+    isa_paths: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Resolve the backend, build/load the kernels, run every case; return the result document.
+
+    Raises ``UnavailableError`` (exit 5) when an explicitly requested backend is absent or
+    a forced CPU path is not supported by this CPU.
+    """
+    env = os.environ if env is None else env
+    started = time.perf_counter()
+    chosen = select_kernels(kernels)
+    table = tolerances or load_tolerances()
+    required_t = tuple(required or ())
+    if backend != "auto" and backend not in required_t:
+        # an explicitly requested backend is a requirement of the lane
+        required_t = (*required_t, backend)
+    chain = FallbackChain(parse_order(order), env=env)
+    resolution = chain.resolve(backend, required=required_t)
+    used = resolution.used
+    from xcompat.devices import get_backend
+    from xcompat.kernels.build import isa_info, kernel_ops, load_kernels
+
+    device = get_backend(used).torch_device
+    loaded = load_kernels(with_device=used in ("cuda", "rocm"), env=env)
+    ops = kernel_ops()
+    isa: dict[str, Any] | None = None
+    paths: list[str | None] = [None]
+    if used == "cpu":
+        isa = isa_info()
+        if isa["error"]:
+            raise UnavailableError(isa["error"], hint="unset XCOMPAT_KERNELS_ISA or pick a path this CPU supports")
+        if isa_paths is not None:
+            paths = list(isa_paths)
+        elif isa["source"] == "env":
+            paths = [isa["selected"]]
+        else:
+            paths = list(isa["supported"])
+    kernel_results = []
+    metal = None
+    if used == "mps":
+        from xcompat.kernels.metal import MetalKernels
+
+        metal = MetalKernels()
+    for name in chosen:
+        case_results: list[dict[str, Any]] = []
+        table_name = "add" if name == "_broken_add_stride" else name
+        for case in casegen.generate_cases(name):
+            tol = table.get(table_name, case.dtype, used)
+            for path in paths:
+                if used == "mps":
+                    res = metal.run_case(case, tol) if metal is not None else None
+                else:
+                    if path is not None:
+                        ops.set_isa(path)
+                    res = run_case(ops, case, device, tol, poison=ops.set_poison)
+                    if path is not None:
+                        res["isa"] = path
+                case_results.append(res)
+        if used == "cpu" and isa is not None:
+            ops.set_isa("auto" if isa["source"] != "env" else isa["selected"])
+        kernel_results.append(
+            {
+                "name": name,
+                "status": _kernel_status(case_results),
+                "cases": case_results,
+                "counts": {s: sum(1 for c in case_results if c["status"] == s) for s in ("passed", "failed", "skipped")},
+            }
+        )
+    opcheck_results = run_opcheck(ops, device) if opcheck and used != "mps" else {}
+    checks = device_checks(ops, used, device)
+    failed_cases = sum(k["counts"]["failed"] for k in kernel_results)
+    total_cases = sum(len(k["cases"]) for k in kernel_results)
+    failed_checks = [c["name"] for c in checks if c["status"] == "failed"]
+    failed_opcheck = [n for n, r in opcheck_results.items() if r["status"] == "failed"]
+    skipped_checks = [c["name"] for c in checks if c["status"] == "skipped"]
+    if failed_cases or failed_checks or failed_opcheck:
+        status = "failed"
+    elif resolution.missing_required:
+        status = "fallback"
+    else:
+        status = "passed"
+    parts = [f"{total_cases - failed_cases}/{total_cases} cases passed on {used}"]
+    if used == "cpu":
+        parts.append(f"CPU paths {', '.join(p for p in paths if p)}")
+    if failed_checks:
+        parts.append(f"failed checks: {', '.join(failed_checks)}")
+    if failed_opcheck:
+        parts.append(f"opcheck failed: {', '.join(failed_opcheck)}")
+    if resolution.missing_required:
+        parts.append(f"required {', '.join(resolution.missing_required)} lane ran on {used} (fallback)")
+    if skipped_checks:
+        parts.append(f"{len(skipped_checks)} device check(s) skipped")
+    return {
+        "version": 1,
+        "kind": "kernels",
+        "cell_id": cell_id,
+        "status": status,
+        "summary": "; ".join(parts),
+        "backend_requested": resolution.requested,
+        "backend_used": used,
+        "required": list(resolution.required),
+        "fallback": {"order": list(chain.order), "missing_required": list(resolution.missing_required),
+                     "steps": [s.to_dict() for s in resolution.steps]},
+        "build": loaded.to_dict(),
+        "isa": isa,
+        "environment": _environment(),
+        "kernels": kernel_results,
+        "opcheck": opcheck_results,
+        "checks": checks,
+        "counts": {
+            "cases": total_cases,
+            "failed_cases": failed_cases,
+            "checks_failed": len(failed_checks),
+            "checks_skipped": len(skipped_checks),
+        },
+        "duration_seconds": round(time.perf_counter() - started, 3),
+    }

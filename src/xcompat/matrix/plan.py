@@ -1,0 +1,362 @@
+"""Expand a matrix into cells and render the plan for CI services.
+
+Public API::
+
+    from xcompat.matrix.plan import expand, cells_for_runner, plan_document
+    cells = expand(matrix)                       # list[xcompat.model.Cell], stable order and ids
+    mine = cells_for_runner(cells, platform="linux", arch="x86_64", backends=("cpu",))
+    doc = plan_document(matrix, cells)           # versioned plan JSON (schemas/plan.schema.json)
+
+and the renderers ``github_matrix``, ``gitlab_matrix`` and ``cibuildwheel_selectors``,
+each returning a versioned JSON document (see ``docs/matrix.md``).
+
+Expansion: python x platform/arch x backend (where the backend runs) x toolkit x every
+combination of framework versions, minus ``exclude`` rules, plus ``include`` cells. An
+``include`` cell whose id already exists replaces that cell (to change ``required`` or
+``runs-on``). Order follows the file: backend, platform, arch, toolkit, python, frameworks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from xcompat.matrix import defaults as D
+from xcompat.matrix.config import BackendSpec, IncludeCell, Matrix
+from xcompat.model import Cell, cell_id
+
+PLAN_VERSION = 1
+FORMATS = ("json", "github", "gitlab", "cibuildwheel")
+
+
+def _framework_combos(matrix: Matrix) -> list[tuple[tuple[str, str], ...]]:
+    names = list(matrix.frameworks)
+    if not names:
+        return [()]
+    product = itertools.product(*(matrix.frameworks[n] for n in names))
+    return [tuple(sorted(zip(names, versions))) for versions in product]
+
+
+def _make_cell(
+    matrix: Matrix,
+    backend: BackendSpec,
+    *,
+    python: str,
+    platform: str,
+    arch: str,
+    toolkit: str | None,
+    frameworks: tuple[tuple[str, str], ...],
+    required: bool | None = None,
+    runs_on: tuple[str, ...] | None = None,
+) -> Cell:
+    plat = matrix.platform(platform)
+    fallback = plat.labels(arch) if plat else D.DEFAULT_RUNNERS.get((platform, arch), ())
+    if plat is not None:
+        policy = plat.wheel_policy
+    elif platform == "linux":
+        policy = D.DEFAULT_LINUX_POLICY
+    elif platform == "macos":
+        policy = D.DEFAULT_MACOS_DEPLOYMENT_TARGET
+    else:
+        policy = None
+    return Cell(
+        id=cell_id(python, platform, arch, backend.name, toolkit, frameworks),
+        python=python,
+        platform=platform,  # type: ignore[arg-type]
+        arch=arch,
+        backend=backend.name,  # type: ignore[arg-type]
+        required=backend.required if required is None else required,
+        toolkit=toolkit,
+        gpu_archs=backend.gpu_archs,
+        frameworks=frameworks,
+        runs_on=runs_on if runs_on is not None else backend.labels(platform, arch, fallback),
+        policy=policy,
+    )
+
+
+def expand(matrix: Matrix) -> list[Cell]:
+    """Every cell of the matrix, in a stable order, with stable ids (``xcompat.model.cell_id``)."""
+    combos = _framework_combos(matrix)
+    cells: dict[str, Cell] = {}
+    for backend in matrix.backends:
+        toolkits: Sequence[str | None] = backend.toolkits or (None,)
+        for plat in matrix.platforms:
+            for arch in plat.archs:
+                if not backend.supports(plat.name, arch):
+                    continue
+                for toolkit in toolkits:
+                    for python in matrix.pythons:
+                        for fws in combos:
+                            cell = _make_cell(
+                                matrix, backend, python=python, platform=plat.name, arch=arch,
+                                toolkit=toolkit, frameworks=fws,
+                            )
+                            if any(rule.matches(cell) for rule in matrix.exclude):
+                                continue
+                            cells.setdefault(cell.id, cell)
+    for inc in matrix.include:
+        cell = _include_cell(matrix, inc)
+        cells[cell.id] = cell
+    return list(cells.values())
+
+
+def _include_cell(matrix: Matrix, inc: IncludeCell) -> Cell:
+    backend = matrix.backend(inc.backend)
+    assert backend is not None  # checked when the matrix was loaded
+    toolkit = inc.toolkit if inc.toolkit is not None else (backend.toolkits[0] if backend.toolkits else None)
+    return _make_cell(
+        matrix, backend, python=inc.python, platform=inc.platform, arch=inc.arch, toolkit=toolkit,
+        frameworks=inc.frameworks, required=inc.required, runs_on=inc.runs_on,
+    )
+
+
+def cells_for_runner(
+    cells: Iterable[Cell],
+    *,
+    platform: str | None = None,
+    arch: str | None = None,
+    backends: Iterable[str] | None = None,
+    python: str | None = None,
+) -> list[Cell]:
+    """The cells a runner can serve: same platform and arch (None = any) and one of ``backends``."""
+    wanted = None if backends is None else set(backends)
+    return [
+        c
+        for c in cells
+        if (platform is None or c.platform == platform)
+        and (arch is None or c.arch == arch)
+        and (wanted is None or c.backend in wanted)
+        and (python is None or c.python == python)
+    ]
+
+
+def plan_document(matrix: Matrix, cells: Sequence[Cell]) -> dict[str, Any]:
+    """The versioned plan JSON (``schemas/plan.schema.json``)."""
+    by_backend: dict[str, int] = {}
+    for c in cells:
+        by_backend[c.backend] = by_backend.get(c.backend, 0) + 1
+    return {
+        "version": PLAN_VERSION,
+        "format": "json",
+        "repo": matrix.repo,
+        "serial": matrix.serial,
+        "matrix_sha256": matrix.sha256,
+        "expires": matrix.expires.isoformat() if matrix.expires else None,
+        "counts": {
+            "cells": len(cells),
+            "required": sum(1 for c in cells if c.required),
+            "by_backend": by_backend,
+        },
+        "required": [c.id for c in cells if c.required],
+        "cells": [c.to_dict() for c in cells],
+        "settings": settings_dict(matrix),
+    }
+
+
+def settings_dict(matrix: Matrix) -> dict[str, Any]:
+    """The non-cell settings of the matrix as JSON data (tests, abi, coverage, gate)."""
+    t, a, cov, g = matrix.tests, matrix.abi, matrix.coverage, matrix.gate
+    return {
+        "tests": {
+            "kernels": t.kernels if t.kernels == "all" else list(t.kernels),
+            "pytest": list(t.pytest_paths),
+            "pytest_args": list(t.pytest_args),
+            "isolation": t.isolation,
+            "timeout": t.timeout,
+        },
+        "abi": {
+            "baseline": a.baseline,
+            "gate": None if a.gating is None else list(a.gating),
+            "bumps": dict(a.bumps),
+        },
+        "coverage": {"overall": cov.overall, "diff": cov.diff},
+        "gate": {"tag_pattern": g.tag_pattern, "required_backends": list(g.required_backends)},
+    }
+
+
+# -- renderers ------------------------------------------------------------------------
+
+
+def _job_name(c: Cell) -> str:
+    parts = [f"py{c.python}", f"{c.platform}-{c.arch}", c.backend + (f" {c.toolkit}" if c.toolkit else "")]
+    parts += [f"{k} {v}" for k, v in c.frameworks]
+    return " · ".join(parts)
+
+
+def github_matrix(matrix: Matrix, cells: Sequence[Cell]) -> dict[str, Any]:
+    """``{"version": 1, "matrix": {"include": [...]}}``: use ``fromJSON(...).matrix`` as ``strategy.matrix``."""
+    include = []
+    for c in cells:
+        include.append(
+            {
+                "cell": c.id,
+                "name": _job_name(c),
+                "python": c.python,
+                "platform": c.platform,
+                "arch": c.arch,
+                "backend": c.backend,
+                "toolkit": c.toolkit or "",
+                "gpu-archs": " ".join(c.gpu_archs),
+                "frameworks": dict(c.frameworks),
+                "policy": c.policy or "",
+                "required": c.required,
+                "runs-on": list(c.runs_on),
+            }
+        )
+    return {
+        "version": PLAN_VERSION,
+        "format": "github",
+        "repo": matrix.repo,
+        "serial": matrix.serial,
+        "matrix_sha256": matrix.sha256,
+        "jobs": len(include),
+        "max_jobs": D.GITHUB_MAX_JOBS,
+        "matrix": {"include": include},
+    }
+
+
+def gitlab_matrix(matrix: Matrix, cells: Sequence[Cell]) -> dict[str, Any]:
+    """``{"version": 1, "parallel": {"matrix": [...]}}``: one entry per cell, every value a single string.
+
+    GitLab expands list values into several jobs, so each entry holds scalars only;
+    runner labels are joined with commas in ``XCOMPAT_RUNS_ON`` and the last (most
+    specific) one is ``XCOMPAT_RUNNER_TAG`` for ``tags: ["$XCOMPAT_RUNNER_TAG"]``.
+    """
+    entries = []
+    for c in cells:
+        entry = {
+            "XCOMPAT_CELL": c.id,
+            "XCOMPAT_PYTHON": c.python,
+            "XCOMPAT_PLATFORM": c.platform,
+            "XCOMPAT_ARCH": c.arch,
+            "XCOMPAT_BACKEND": c.backend,
+            "XCOMPAT_TOOLKIT": c.toolkit or "",
+            "XCOMPAT_GPU_ARCHS": " ".join(c.gpu_archs),
+            "XCOMPAT_FRAMEWORKS": " ".join(f"{k}=={v}" for k, v in c.frameworks),
+            "XCOMPAT_POLICY": c.policy or "",
+            "XCOMPAT_REQUIRED": "true" if c.required else "false",
+            "XCOMPAT_RUNS_ON": ",".join(c.runs_on),
+            "XCOMPAT_RUNNER_TAG": c.runs_on[-1] if c.runs_on else "",
+        }
+        entries.append(entry)
+    return {
+        "version": PLAN_VERSION,
+        "format": "gitlab",
+        "repo": matrix.repo,
+        "serial": matrix.serial,
+        "matrix_sha256": matrix.sha256,
+        "jobs": len(entries),
+        "max_jobs": D.GITLAB_MAX_JOBS,
+        "parallel": {"matrix": entries},
+    }
+
+
+_WINDOWS_TAGS = {"AMD64": "win_amd64", "ARM64": "win_arm64", "x86": "win32"}
+
+
+def build_identifier(python: str, platform: str, arch: str, policy: str | None) -> str:
+    """The cibuildwheel build identifier of one wheel, e.g. ``cp313t-manylinux_x86_64``."""
+    tag = "cp" + python.replace(".", "")
+    if platform == "linux":
+        family = "musllinux" if (policy or "").startswith("musllinux") else "manylinux"
+        return f"{tag}-{family}_{arch}"
+    if platform == "macos":
+        return f"{tag}-macosx_{arch}"
+    return f"{tag}-{_WINDOWS_TAGS.get(arch, arch.lower())}"
+
+
+def installed_cibuildwheel_major() -> int | None:
+    """Major version of the installed cibuildwheel (read from its metadata, not imported), or None."""
+    from importlib import metadata
+
+    try:
+        return int(metadata.version("cibuildwheel").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def _py(version: str) -> tuple[int, int]:
+    major, minor = version.rstrip("t").split(".")
+    return int(major), int(minor)
+
+
+def cibuildwheel_selectors(
+    matrix: Matrix, cells: Sequence[Cell], *, cibuildwheel_major: int | None = None
+) -> dict[str, Any]:
+    """Per platform: the build identifiers and the ``CIBW_*`` environment that selects exactly them.
+
+    Wheels do not depend on the device backend or the framework versions tested, so
+    cells that differ only in those share one wheel. ``cibuildwheel_major`` (default:
+    the installed one, else the newest known) decides what it can build; wheels it
+    cannot build (e.g. 3.13t on cibuildwheel 4) are listed under ``unsupported`` with the
+    reason, for the native build backend to cover.
+    """
+    major = cibuildwheel_major or installed_cibuildwheel_major() or D.DEFAULT_CIBUILDWHEEL_MAJOR
+    rules = D.CIBUILDWHEEL_RULES.get(major) or D.CIBUILDWHEEL_RULES[max(D.CIBUILDWHEEL_RULES)]
+    platforms: dict[str, Any] = {}
+    unsupported: list[dict[str, str]] = []
+    for plat in ("linux", "macos", "windows"):
+        mine = [c for c in cells if c.platform == plat]
+        if not mine:
+            continue
+        ids: list[str] = []
+        archs: list[str] = []
+        enable: list[str] = []
+        images: dict[str, str] = {}
+        for c in mine:
+            ident = build_identifier(c.python, c.platform, c.arch, c.policy)
+            if ident in ids or any(u["identifier"] == ident for u in unsupported):
+                continue
+            if _py(c.python) < rules["min_python"]:  # type: ignore[operator]
+                unsupported.append({"identifier": ident, "reason": f"cibuildwheel {major}.x does not build "
+                                    f"Python {c.python}"})
+                continue
+            if c.free_threaded:
+                if _py(c.python) < rules["free_threaded_min"]:  # type: ignore[operator]
+                    unsupported.append({"identifier": ident, "reason": f"cibuildwheel {major}.x does not build "
+                                        f"free-threaded Python {c.python}; build it with --backend native"})
+                    continue
+                group = rules["free_threaded_enable"]
+                if group and _py(c.python) < rules["free_threaded_default"] and group not in enable:  # type: ignore[operator]
+                    enable.append(str(group))
+            ids.append(ident)
+            if c.arch not in archs:
+                archs.append(c.arch)
+            if plat == "linux":
+                policy = c.policy or D.DEFAULT_LINUX_POLICY
+                family = "MUSLLINUX" if policy.startswith("musllinux") else "MANYLINUX"
+                images[f"CIBW_{family}_{c.arch.upper()}_IMAGE"] = policy
+        if not ids:
+            continue
+        env = {"CIBW_BUILD": " ".join(ids), f"CIBW_ARCHS_{plat.upper()}": " ".join(archs)}
+        if enable:
+            env["CIBW_ENABLE"] = " ".join(enable)
+        env.update(images)
+        if plat == "macos":
+            target = next((c.policy for c in mine if c.policy), D.DEFAULT_MACOS_DEPLOYMENT_TARGET)
+            env["MACOSX_DEPLOYMENT_TARGET"] = target
+        platforms[plat] = {"identifiers": ids, "env": env}
+    return {
+        "version": PLAN_VERSION,
+        "format": "cibuildwheel",
+        "repo": matrix.repo,
+        "serial": matrix.serial,
+        "matrix_sha256": matrix.sha256,
+        "cibuildwheel_major": major,
+        "platforms": platforms,
+        "unsupported": unsupported,
+    }
+
+
+def render(fmt: str, matrix: Matrix, cells: Sequence[Cell], *, cibuildwheel_major: int | None = None) -> dict[str, Any]:
+    """The plan document in one of ``FORMATS``."""
+    if fmt == "json":
+        return plan_document(matrix, cells)
+    if fmt == "github":
+        return github_matrix(matrix, cells)
+    if fmt == "gitlab":
+        return gitlab_matrix(matrix, cells)
+    if fmt == "cibuildwheel":
+        return cibuildwheel_selectors(matrix, cells, cibuildwheel_major=cibuildwheel_major)
+    raise ValueError(f"unknown plan format {fmt!r}")

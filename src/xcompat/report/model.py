@@ -1,0 +1,239 @@
+"""The report model: one immutable object every renderer and every forge reads.
+
+``build_report`` (in ``aggregate.py``) fills it from the stage results of all cells
+and the plan; renderers never look at the raw result files again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+CellStatus = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
+Conclusion = Literal["success", "failure", "neutral"]
+Bump = Literal["major", "minor", "patch", "none"]
+
+CELL_STATUSES: tuple[CellStatus, ...] = ("failed", "crashed", "missing", "fallback", "skipped", "passed")
+
+# How a status is shown. The words are always printed next to the symbol, so the grid
+# stays readable without colour or emoji support (screen readers, plain terminals).
+STATUS_SYMBOL: dict[str, str] = {
+    "passed": "✅",
+    "failed": "❌",
+    "crashed": "💥",
+    "skipped": "⏭️",
+    "missing": "⛔",
+    "fallback": "⚠️",
+}
+STATUS_ASCII: dict[str, str] = {
+    "passed": "ok",
+    "failed": "FAIL",
+    "crashed": "CRASH",
+    "skipped": "skip",
+    "missing": "MISSING",
+    "fallback": "fallback",
+}
+BUMP_ORDER: dict[str, int] = {"major": 3, "minor": 2, "patch": 1, "none": 0}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageResult:
+    """One stage result file as loaded: the common envelope plus the raw document."""
+
+    kind: str
+    cell_id: str | None
+    status: str
+    summary: str
+    source: str
+    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageStatus:
+    kind: str
+    status: str
+    summary: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellReport:
+    id: str
+    python: str
+    platform: str
+    arch: str
+    backend: str
+    toolkit: str | None = None
+    frameworks: tuple[tuple[str, str], ...] = ()
+    required: bool = True
+    planned: bool = True
+    status: CellStatus = "missing"
+    reason: str = ""
+    stages: tuple[StageStatus, ...] = ()
+    tests_passed: int = 0
+    tests_failed: int = 0
+    tests_skipped: int = 0
+
+    @property
+    def device(self) -> str:
+        """The grid column: platform, arch and backend (with toolkit)."""
+        return f"{self.platform} {self.arch} {self.backend}{self.toolkit or ''}"
+
+    @property
+    def framework_label(self) -> str:
+        return " ".join(f"{name} {version}" for name, version in self.frameworks)
+
+    @property
+    def problem(self) -> bool:
+        """True when this cell keeps the report from being green."""
+        return self.required and self.status != "passed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failure:
+    cell_id: str | None
+    kind: str
+    name: str
+    outcome: str
+    message: str = ""
+    duration: float | None = None
+    file: str | None = None
+    line: int | None = None
+    log_tail: str = ""
+    required: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbiFinding:
+    cell_id: str | None
+    kind: str
+    library: str
+    symbol: str
+    demangled: str = ""
+    required_bump: Bump = "none"
+    message: str = ""
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def display_symbol(self) -> str:
+        return self.demangled or self.symbol
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbiSection:
+    required_bump: Bump
+    findings: tuple[AbiFinding, ...]
+    status: str
+    summary: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileCoverage:
+    path: str
+    percent: float | None
+    covered: int | None = None
+    total: int | None = None
+    uncovered: tuple[tuple[int, int], ...] = ()  # inclusive line ranges
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoverageSection:
+    status: str
+    summary: str
+    percent: float | None
+    languages: tuple[tuple[str, float], ...] = ()
+    files: tuple[FileCoverage, ...] = ()
+    diff_percent: float | None = None
+    diff_threshold: float | None = None
+    diff_files: tuple[FileCoverage, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    title: str
+    conclusion: Conclusion
+    headline: str
+    cells: tuple[CellReport, ...]
+    failures: tuple[Failure, ...]
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    abi: AbiSection | None = None
+    coverage: CoverageSection | None = None
+    other: tuple[StageResult, ...] = ()
+    notes: tuple[str, ...] = ()
+    artifact_url: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        out = {status: 0 for status in CELL_STATUSES}
+        for cell in self.cells:
+            out[cell.status] = out.get(cell.status, 0) + 1
+        return out
+
+    def with_artifact_url(self, url: str | None) -> Report:
+        from dataclasses import replace
+
+        return replace(self, artifact_url=url)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine-readable form (``schemas/report.schema.json``)."""
+
+        def cell(c: CellReport) -> dict[str, Any]:
+            d = asdict(c)
+            d["frameworks"] = dict(c.frameworks)
+            d["stages"] = [asdict(s) for s in c.stages]
+            d["tests"] = {"passed": c.tests_passed, "failed": c.tests_failed, "skipped": c.tests_skipped}
+            for key in ("tests_passed", "tests_failed", "tests_skipped"):
+                d.pop(key)
+            return d
+
+        def fcov(f: FileCoverage) -> dict[str, Any]:
+            return {
+                "path": f.path,
+                "percent": f.percent,
+                "covered": f.covered,
+                "total": f.total,
+                "uncovered": [list(r) for r in f.uncovered],
+            }
+
+        doc: dict[str, Any] = {
+            "version": 1,
+            "kind": "report",
+            "title": self.title,
+            "conclusion": self.conclusion,
+            "headline": self.headline,
+            "counts": self.counts(),
+            "problems": list(self.problems),
+            "warnings": list(self.warnings),
+            "cells": [cell(c) for c in self.cells],
+            "failures": [asdict(f) for f in self.failures],
+            "abi": None,
+            "coverage": None,
+            "other": [
+                {"kind": r.kind, "cell_id": r.cell_id, "status": r.status, "summary": r.summary, "source": r.source}
+                for r in self.other
+            ],
+            "notes": list(self.notes),
+            "artifact_url": self.artifact_url,
+        }
+        if self.abi is not None:
+            doc["abi"] = {
+                "required_bump": self.abi.required_bump,
+                "status": self.abi.status,
+                "summary": self.abi.summary,
+                "findings": [asdict(f) for f in self.abi.findings],
+            }
+        if self.coverage is not None:
+            cov = self.coverage
+            doc["coverage"] = {
+                "status": cov.status,
+                "summary": cov.summary,
+                "percent": cov.percent,
+                "languages": dict(cov.languages),
+                "files": [fcov(f) for f in cov.files],
+                "diff": {
+                    "percent": cov.diff_percent,
+                    "threshold": cov.diff_threshold,
+                    "files": [fcov(f) for f in cov.diff_files],
+                },
+            }
+        return doc

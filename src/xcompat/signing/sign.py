@@ -1,0 +1,177 @@
+"""Sign a matrix: validate, bump ``serial`` in place (comments and layout kept), sign, write both files.
+
+Signing goes through ``ssh-keygen -Y sign`` when it is installed (so keys held by
+ssh-agent and FIDO security keys work); otherwise, for a key file, the pure-Python
+path in ``sshsig.sign_with_private_key``. Both files are written atomically, and the
+new signature is checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
+from xcompat.matrix import load_matrix, read_matrix_bytes
+from xcompat.signing import ssh_keygen
+from xcompat.signing.keys import PublicKey, parse_public_key_line, refusal_for_key_type
+from xcompat.signing.sshsig import HASH_ALGORITHMS, NAMESPACE, check_signature, parse_signature, sign_with_private_key
+from xcompat.signing.wire import WireError
+
+PASSPHRASE_ENV = "XCOMPAT_SIGNING_KEY_PASSPHRASE"
+
+
+@dataclass(frozen=True)
+class SignResult:
+    matrix_path: str
+    signature_path: str
+    serial_before: int
+    serial_after: int
+    fingerprint: str
+    key_type: str
+    method: str  # "ssh-keygen" | "python"
+
+
+def set_serial(data: bytes, serial: int, *, source: str | None = None) -> bytes:
+    """``data`` with its top-level ``serial:`` value replaced, every other byte unchanged."""
+    from xcompat.matrix.yamlload import load_yaml
+
+    loaded = load_yaml(data, source=source)
+    mark = loaded.marks.get(("serial",))
+    if mark is None:
+        raise InputError("no top-level serial: to bump", file=source, hint="add 'serial: 1'")
+    lines = data.split(b"\n")
+    line = lines[mark.line - 1]
+    # Columns count characters; convert to a byte offset on this line.
+    prefix = line.decode("utf-8")[: mark.column - 1].encode("utf-8")
+    rest = line[len(prefix):]
+    m = re.match(rb"[0-9A-Za-z_+]+", rest)
+    if not m:
+        raise InputError("cannot rewrite the serial value in place", file=source, line=mark.line,
+                         hint="write it as a plain integer: serial: 7")
+    lines[mark.line - 1] = prefix + str(serial).encode("ascii") + rest[m.end():]
+    return b"\n".join(lines)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Byte-exact atomic write (no newline translation: the signature covers these bytes)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def signing_public_key(key: Path) -> PublicKey:
+    """The public half of ``key`` (``KEY.pub`` beside a private key, or the key itself)."""
+    candidates = [key] if key.suffix == ".pub" else [Path(str(key) + ".pub")]
+    for cand in candidates:
+        if cand.is_file():
+            try:
+                return parse_public_key_line(cand.read_text(encoding="utf-8").strip(), str(cand))
+            except (WireError, UnicodeDecodeError) as exc:
+                raise InputError(f"not an SSH public key: {exc}", file=str(cand)) from None
+    if key.suffix != ".pub" and key.is_file():
+        private = _load_private_key(key)
+        from xcompat.signing.keys import public_key_from_crypto
+
+        return public_key_from_crypto(private.public_key())
+    raise InputError("signing key not found", file=str(key), hint="pass a private key file, or KEY.pub for an agent key")
+
+
+def _load_private_key(key: Path) -> object:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
+    try:
+        data = key.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the signing key: {exc.strerror}", file=str(key)) from None
+    passphrase = os.environ.get(PASSPHRASE_ENV)
+    try:
+        return load_ssh_private_key(data, password=passphrase.encode() if passphrase else None)
+    except TypeError:
+        raise UsageError(
+            "the signing key is passphrase-protected",
+            hint=f"install ssh-keygen (it prompts), or set {PASSPHRASE_ENV}",
+        ) from None
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise InputError(f"not an OpenSSH private key: {exc}", file=str(key)) from None
+
+
+def sign_matrix(
+    matrix_path: str | Path,
+    key: str | Path,
+    *,
+    bump: bool = True,
+    serial: int | None = None,
+    signature: str | Path | None = None,
+    hash_algorithm: str = "sha512",
+    method: str = "auto",
+) -> SignResult:
+    """Bump ``serial`` (or set it), sign with ``key`` and write ``FILE`` and ``FILE.sig``.
+
+    ``method``: ``auto`` (ssh-keygen when installed, else Python), ``ssh-keygen`` or ``python``.
+    """
+    matrix_path = Path(matrix_path)
+    key = Path(key)
+    sig_path = Path(signature) if signature is not None else matrix_path.with_name(matrix_path.name + ".sig")
+    if hash_algorithm not in HASH_ALGORITHMS:
+        raise UsageError(f"hash algorithm {hash_algorithm!r} is not accepted (use sha256 or sha512)")
+    data = read_matrix_bytes(matrix_path)
+    before = load_matrix(data, source=str(matrix_path))
+    if serial is not None and serial <= before.serial and data:
+        raise UsageError(f"--serial {serial} is not greater than the current serial {before.serial}")
+    new_serial = serial if serial is not None else (before.serial + 1 if bump else before.serial)
+    new_data = set_serial(data, new_serial, source=str(matrix_path)) if new_serial != before.serial else data
+    load_matrix(new_data, source=str(matrix_path))
+
+    pub = signing_public_key(key)
+    refusal = refusal_for_key_type(pub.key_type)
+    if refusal:
+        raise UsageError(f"{key}: key type {pub.key_type} cannot sign a matrix: {refusal}")
+
+    exe = ssh_keygen.find_ssh_keygen()
+    if method == "auto":
+        method = "ssh-keygen" if exe else "python"
+    if method == "ssh-keygen":
+        armored = ssh_keygen.sign(new_data, key, namespace=NAMESPACE, hash_algorithm=hash_algorithm, ssh_keygen=exe)
+    elif method == "python":
+        if key.suffix == ".pub":
+            raise UnavailableError(
+                "signing with an agent or security key needs ssh-keygen",
+                hint="install openssh-client, or pass the private key file",
+            )
+        armored = sign_with_private_key(new_data, _load_private_key(key), hash_algorithm=hash_algorithm)
+    else:
+        raise UsageError(f"unknown signing method {method!r}")
+
+    sig = parse_signature(armored)
+    if sig.public_key.blob != pub.blob or not check_signature(sig, new_data) or sig.namespace != NAMESPACE:
+        raise ToolError("the new signature does not verify against the signing key; nothing was written")
+    write_bytes_atomic(matrix_path, new_data)
+    write_bytes_atomic(sig_path, armored.encode("ascii"))
+    return SignResult(
+        matrix_path=str(matrix_path),
+        signature_path=str(sig_path),
+        serial_before=before.serial,
+        serial_after=new_serial,
+        fingerprint=pub.fingerprint,
+        key_type=pub.key_type,
+        method=method,
+    )

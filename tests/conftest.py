@@ -1,0 +1,34 @@
+"""Fixtures shared by every test area.
+
+``sample_project``: path of examples/sample-ext (version 1.0.0).
+``sample_project_v2``: path of examples/sample-ext-v2 (1.1.0, deliberate ABI changes).
+``sample_wheels``: ``{"v1": Path, "v2": Path}``, repaired wheels built natively through
+``xcompat.build`` and cached across runs (see ``tests/helpers/sample.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def sample_project() -> Path:
+    from tests.helpers.sample import sample_project as project
+
+    return project("v1")
+
+
+@pytest.fixture(scope="session")
+def sample_project_v2() -> Path:
+    from tests.helpers.sample import sample_project as project
+
+    return project("v2")
+
+
+@pytest.fixture(scope="session")
+def sample_wheels() -> dict[str, Path]:
+    from tests.helpers.sample import sample_wheels as build
+
+    return build()

@@ -1,0 +1,266 @@
+"""``xcompat gate`` end to end: real git tags, real result files, the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.action import Repo, envelope, plan_document, write
+from xcompat.jsonio import validate
+
+CELLS = ("py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda12.8", "py3.13-macos-arm64-mps")
+
+
+def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any] | None]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
+        env={**clean, **(env or {})}, timeout=120,
+    )
+    out = cwd / "gate.json"
+    document = json.loads(out.read_text()) if out.exists() else None
+    if document is not None:
+        validate("gate", document)  # every gate.json the CLI writes matches its schema
+    return proc.returncode, proc.stdout + proc.stderr, document
+
+
+@pytest.fixture
+def release(repo: Repo) -> Repo:
+    """v1.0.0 released, one commit later v1.1.0 being released; a plan with two required and one optional cell."""
+    repo.commit()
+    repo.tag("v1.0.0")
+    repo.commit()
+    repo.tag("v1.1.0")
+    write(repo.path / "plan.json", plan_document((CELLS[0], True), (CELLS[1], True), (CELLS[2], False)))
+    for cid in CELLS[:2]:
+        write(repo.path / "results" / cid / "build.json", envelope("build", cid, "passed"))
+        write(repo.path / "results" / cid / "test.json", envelope("test", cid, "passed", "12 passed"))
+    write(repo.path / "abi.json", {"version": 1, "kind": "abi", "cell_id": None, "status": "passed",
+                                   "summary": "2 symbols added", "required_bump": "minor",
+                                   "findings": [{"kind": "symbol_added", "required_bump": "minor"}] * 2})
+    write(repo.path / "coverage.json", envelope("coverage", None, "passed", "overall 84.0% >= 80%",
+                                                thresholds={"overall": 80.0}))
+    return repo
+
+
+FULL = ("--plan", "plan.json", "--results", "results", "--abi", "abi.json", "--coverage", "coverage.json",
+        "--tag", "v1.1.0")
+
+
+def checks_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in document["checks"]}
+
+
+def test_allowed_when_everything_holds(release: Repo) -> None:
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 0, out
+    assert doc is not None and doc["allowed"] is True and doc["status"] == "passed"
+    checks = checks_by_name(doc)
+    assert set(checks) == {f"cell:{CELLS[0]}", f"cell:{CELLS[1]}", "version-bump", "coverage"}
+    assert checks["version-bump"]["reason"].startswith("got a minor bump (v1.0.0 -> v1.1.0), expected at least minor")
+    assert doc["release"] == {"tag": "v1.1.0", "version": "1.1.0", "previous_tag": "v1.0.0",
+                              "previous_version": "1.0.0", "bump": "minor",
+                              "found_by": "git tag --merged refs/tags/v1.1.0"}
+    optional = [c for c in doc["cells"] if c["id"] == CELLS[2]][0]
+    assert optional == {"id": CELLS[2], "required": False, "status": "missing", "kinds": []}
+    assert "release allowed" in out
+
+
+def test_missing_required_cell_is_refused(release: Repo) -> None:
+    for path in (release.path / "results" / CELLS[1]).iterdir():
+        path.unlink()
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    check = checks_by_name(doc)[f"cell:{CELLS[1]}"]
+    assert check["passed"] is False
+    assert check["reason"].startswith("got no result, expected a passing result")
+    assert doc["allowed"] is False and doc["status"] == "failed"
+    assert f"cell:{CELLS[1]}" in out
+
+
+@pytest.mark.parametrize("status", ["fallback", "skipped", "failed", "crashed"])
+def test_non_passing_result_is_refused(release: Repo, status: str) -> None:
+    write(release.path / "results" / CELLS[1] / "kernels.json",
+          envelope("kernels", CELLS[1], status, "cuda unavailable, ran on cpu"))
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    reason = checks_by_name(doc)[f"cell:{CELLS[1]}"]["reason"]
+    assert reason == f"got kernels {status}: cuda unavailable, ran on cpu, expected passed"
+    assert [c for c in doc["cells"] if c["id"] == CELLS[1]][0]["status"] == status
+
+
+def test_abi_break_needs_a_major_bump(release: Repo) -> None:
+    write(release.path / "abi.json", {"version": 1, "required_bump": "major",
+                                      "findings": [{"kind": "symbol_removed", "required_bump": "major"}]})
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    reason = checks_by_name(doc)["version-bump"]["reason"]
+    assert reason.startswith("got a minor bump (v1.0.0 -> v1.1.0), expected at least major")
+    assert "1 finding(s) at that level" in reason
+
+
+def test_abi_largest_of_several_diffs_counts(release: Repo) -> None:
+    write(release.path / "abi-2.json", {"version": 1, "required_bump": "major", "findings": []})
+    rc, _, doc = run_gate(release.path, *FULL, "--abi", "abi-2.json")
+    assert rc == 1
+    assert checks_by_name(doc)["version-bump"]["details"]["required_bump"] == "major"
+
+
+def test_zero_major_minor_step_counts_as_major(repo: Repo) -> None:
+    repo.commit()
+    repo.tag("v0.3.0")
+    repo.commit()
+    repo.tag("v0.4.0")
+    write(repo.path / "abi.json", {"version": 1, "required_bump": "major", "findings": []})
+    rc, out, doc = run_gate(repo.path, "--abi", "abi.json", "--tag", "v0.4.0")
+    assert rc == 0, out
+    assert doc["release"]["bump"] == "major"
+
+
+def test_tag_comes_from_github_and_gitlab_env(release: Repo) -> None:
+    args = [a for a in FULL if a not in ("--tag", "v1.1.0")]
+    rc, out, doc = run_gate(release.path, *args, env={"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v1.1.0"})
+    assert rc == 0, out
+    assert doc["tag"] == "v1.1.0"
+    rc, out, doc = run_gate(release.path, *args, env={"CI_COMMIT_TAG": "v1.1.0"})
+    assert rc == 0, out
+    assert doc["tag"] == "v1.1.0"
+
+
+def test_abi_without_tag_is_refused(release: Repo) -> None:
+    rc, _, doc = run_gate(release.path, "--abi", "abi.json")
+    assert rc == 1
+    assert checks_by_name(doc)["version-bump"]["reason"].startswith("got no release tag")
+
+
+def test_version_going_down_is_refused(release: Repo) -> None:
+    rc, _, doc = run_gate(release.path, "--abi", "abi.json", "--tag", "v0.9.0", "--previous-tag", "v1.0.0")
+    assert rc == 1
+    assert "expected a version greater than the last release" in checks_by_name(doc)["version-bump"]["reason"]
+
+
+def test_coverage_below_threshold_is_refused(release: Repo) -> None:
+    write(release.path / "coverage.json", envelope("coverage", None, "failed", "diff 61.0% < 80%"))
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    assert checks_by_name(doc)["coverage"]["reason"] == "got failed (diff 61.0% < 80%), expected passed"
+
+
+def test_required_kind_missing_is_refused(release: Repo) -> None:
+    rc, _, doc = run_gate(release.path, *FULL, "--require-kind", "kernels")
+    assert rc == 1
+    reason = checks_by_name(doc)[f"cell:{CELLS[0]}"]["reason"]
+    assert reason == "got results for build, test, expected also kernels"
+
+
+def test_result_for_unplanned_cell_warns(release: Repo) -> None:
+    write(release.path / "results" / "stray" / "test.json", envelope("test", "py3.9-linux-x86_64-cpu", "failed"))
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 0, out
+    assert "which the plan does not name" in doc["warnings"][0]
+
+
+def test_no_checks_is_refused_not_valid(tmp_path: Path) -> None:
+    rc, out, doc = run_gate(tmp_path)
+    assert rc == 1
+    assert doc["allowed"] is False and doc["checks"] == []
+    assert "no checks were requested" in out
+
+
+def test_plan_without_required_cells_is_refused(release: Repo) -> None:
+    write(release.path / "plan.json", plan_document((CELLS[2], False)))
+    rc, _, doc = run_gate(release.path, "--plan", "plan.json", "--results", "results")
+    assert rc == 1
+    assert checks_by_name(doc)["plan"]["reason"].startswith("got 1 cell(s), none required")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: (p / "results" / CELLS[0] / "test.json").write_text('{"version": 1, "kind": "te'),
+         "test.json:1:"),
+        (lambda p: write(p / "results" / CELLS[0] / "test.json", envelope("test", CELLS[0], "green")),
+         "$.status: 'green' is not one of"),
+        (lambda p: write(p / "results" / CELLS[0] / "test.json", {**envelope("test", CELLS[0], "passed"),
+                                                                  "version": 2}),
+         "this xcompat reads result version 1, got 2"),
+        (lambda p: write(p / "abi.json", {"version": 1, "required_bump": "breaking"}),
+         "$.required_bump: got 'breaking'"),
+        (lambda p: write(p / "plan.json", {"version": 1, "cells": [{"required": True}]}),
+         "$.cells[0]: a cell needs a non-empty string 'id'"),
+        (lambda p: write(p / "plan.json", {"version": 1, "cells": [{"id": "a"}, {"id": "a"}]}),
+         "cell id 'a' appears twice"),
+        (lambda p: write(p / "plan.json", {"version": 1, "jobs": []}), "not a plan"),
+        (lambda p: write(p / "coverage.json", {"version": 1}), "needs the envelope field 'status'"),
+    ],
+)
+def test_malformed_input_is_a_usage_error_and_writes_nothing(release: Repo, mutate, message: str) -> None:
+    mutate(release.path)
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 2, out
+    assert message in out
+    assert "Traceback" not in out
+    assert doc is None  # nothing half-written
+
+
+def test_results_without_plan_is_usage_error(release: Repo) -> None:
+    rc, out, _ = run_gate(release.path, "--results", "results")
+    assert rc == 2
+    assert "--results needs --plan" in out
+
+
+def test_summary_and_outputs_in_github_actions(release: Repo, tmp_path: Path) -> None:
+    summary, output = tmp_path / "summary.md", tmp_path / "output"
+    summary.touch()
+    output.touch()
+    write(release.path / "coverage.json", envelope("coverage", None, "failed", "diff 61.0% < 80%"))
+    rc, out, _ = run_gate(release.path, *FULL, env={
+        "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
+    assert rc == 1
+    text = summary.read_text()
+    assert "xcompat release gate" in text
+    # failures first in the table
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert rows[0].startswith("| `coverage` | **failed**")
+    assert "allowed<<" in output.read_text() and "\nfalse\n" in output.read_text()
+    assert "::error::release refused" in out
+
+
+def test_matrix_gate_settings_apply(release: Repo) -> None:
+    plan = plan_document((CELLS[0], True), (CELLS[1], True), (CELLS[2], False))
+    plan["cells"][2]["backend"] = "mps"
+    plan["settings"] = {"gate": {"tag_pattern": "v*", "required_backends": ["cpu", "mps"]}}
+    write(release.path / "plan.json", plan)
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    checks = checks_by_name(doc)
+    assert checks["tag-pattern"] == {"name": "tag-pattern", "passed": True,
+                                     "reason": "got tag 'v1.1.0', expected one matching 'v*' (matrix gate.tag-pattern)"}
+    # the optional mps cell becomes required through gate.required-backends, and it has no result
+    assert checks[f"cell:{CELLS[2]}"]["passed"] is False
+    assert [c for c in doc["cells"] if c["id"] == CELLS[2]][0]["required"] is True
+
+
+def test_tag_outside_pattern_is_refused(release: Repo) -> None:
+    plan = json.loads((release.path / "plan.json").read_text())
+    plan["settings"] = {"gate": {"tag_pattern": "release-*", "required_backends": []}}
+    write(release.path / "plan.json", plan)
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    assert checks_by_name(doc)["tag-pattern"]["passed"] is False
+
+
+def test_required_backend_without_cells_is_refused(release: Repo) -> None:
+    plan = json.loads((release.path / "plan.json").read_text())
+    plan["settings"] = {"gate": {"tag_pattern": "v*", "required_backends": ["rocm"]}}
+    write(release.path / "plan.json", plan)
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    assert checks_by_name(doc)["plan"]["reason"].startswith("got no cell for required backend rocm")
