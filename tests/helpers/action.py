@@ -67,6 +67,29 @@ def plan_document(*cells: tuple[str, bool]) -> dict[str, Any]:
     }
 
 
+def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any] | None]:
+    """Run ``xcompat gate`` in a subprocess; return exit code, output and gate.json (schema-checked)."""
+    import sys
+
+    from xcompat.jsonio import validate
+
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
+        env={**clean, **(env or {})}, timeout=120,
+    )
+    out = cwd / "gate.json"
+    document = json.loads(out.read_text()) if out.exists() else None
+    if document is not None:
+        validate("gate", document)  # every gate.json the CLI writes matches its schema
+    return proc.returncode, proc.stdout + proc.stderr, document
+
+
+def checks_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in document["checks"]}
+
+
 # -- a runner for composite actions ------------------------------------------------------
 #
 # GitHub's runner is not available outside GitHub, so the composite action is executed the
@@ -89,22 +112,23 @@ _EVALUATOR_JS = r"""
 import { Lexer, Parser, Evaluator, data } from "@actions/expressions";
 import { truthy } from "@actions/expressions/result";
 
-const input = JSON.parse(require_stdin());
-function require_stdin() {
-  const fs = globalThis.__fs;
-  return fs.readFileSync(0, "utf8");
+import readline from "node:readline";
+
+// One JSON request per input line, one JSON answer per output line.
+let contexts, names, statusFunctions, functionMap;
+function setup(input) {
+  contexts = JSON.parse(JSON.stringify(input.contexts), data.reviver);
+  names = Object.keys(input.contexts);
+  const status = input.status;  // "success" | "failure" | "cancelled"
+  const fn = (name, value) => ({ name, minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(value) });
+  statusFunctions = [
+    fn("success", status === "success"),
+    fn("failure", status === "failure"),
+    fn("cancelled", status === "cancelled"),
+    fn("always", true),
+  ];
+  functionMap = new Map(statusFunctions.map(f => [f.name, f]));
 }
-const contexts = JSON.parse(JSON.stringify(input.contexts), data.reviver);
-const names = Object.keys(input.contexts);
-const status = input.status;  // "success" | "failure" | "cancelled"
-const fn = (name, value) => ({ name, minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(value) });
-const statusFunctions = [
-  fn("success", status === "success"),
-  fn("failure", status === "failure"),
-  fn("cancelled", status === "cancelled"),
-  fn("always", true),
-];
-const functionMap = new Map(statusFunctions.map(f => [f.name, f]));
 
 function evaluate(text) {
   const lexed = new Lexer(text).lex();
@@ -134,7 +158,7 @@ function parts(template) {
 }
 
 const STATUS_CALL = /\b(success|failure|always|cancelled)\s*\(/i;
-const results = input.items.map(item => {
+const evaluateItem = item => {
   try {
     if (item.kind === "condition") {
       let text = item.text.trim();
@@ -152,8 +176,12 @@ const results = input.items.map(item => {
   } catch (err) {
     return { ok: false, error: String(err && err.message || err) };
   }
-});
-process.stdout.write(JSON.stringify(results));
+};
+for await (const line of readline.createInterface({ input: process.stdin })) {
+  const input = JSON.parse(line);
+  setup(input);
+  process.stdout.write(JSON.stringify(input.items.map(evaluateItem)) + "\n");
+}
 """
 
 
@@ -170,21 +198,53 @@ class ExpressionError(AssertionError):
     pass
 
 
+class ExpressionEvaluator:
+    """A node process running GitHub's expression library, answering one request per line."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            ["node", "--input-type=module", "-e", _EVALUATOR_JS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+        )
+
+    def evaluate(self, items: list[tuple[str, str]], contexts: dict[str, Any], status: str = "success") -> list[Any]:
+        """Evaluate ``(kind, text)`` items (kind ``template`` or ``condition``)."""
+        if not items:
+            return []
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        payload = json.dumps({"contexts": contexts, "items": [{"kind": k, "text": t} for k, t in items],
+                              "status": status})
+        self._proc.stdin.write(payload + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise ExpressionError(f"node failed: {self._proc.stderr.read() if self._proc.stderr else ''}")
+        values = []
+        for (kind, text), result in zip(items, json.loads(line)):
+            if not result["ok"]:
+                raise ExpressionError(f"cannot evaluate {kind} {text!r}: {result['error']}")
+            values.append(result["value"])
+        return values
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=30)
+        for stream in (self._proc.stdout, self._proc.stderr):
+            if stream:
+                stream.close()
+
+    def __enter__(self) -> ExpressionEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def evaluate_expressions(items: list[tuple[str, str]], contexts: dict[str, Any], status: str = "success") -> list[Any]:
-    """Evaluate ``(kind, text)`` items (kind ``template`` or ``condition``) with GitHub's library."""
-    script = "import fs from 'node:fs'; globalThis.__fs = fs;\n" + _EVALUATOR_JS
-    payload = json.dumps({"contexts": contexts, "items": [{"kind": k, "text": t} for k, t in items],
-                          "status": status})
-    proc = subprocess.run(["node", "--input-type=module", "-e", script], input=payload, capture_output=True,
-                          text=True, cwd=REPO_ROOT, timeout=60, check=False)
-    if proc.returncode != 0:
-        raise ExpressionError(f"node failed: {proc.stderr.strip()}")
-    values = []
-    for (kind, text), result in zip(items, json.loads(proc.stdout)):
-        if not result["ok"]:
-            raise ExpressionError(f"cannot evaluate {kind} {text!r}: {result['error']}")
-        values.append(result["value"])
-    return values
+    """One-off evaluation with GitHub's library (starts node once)."""
+    with ExpressionEvaluator() as evaluator:
+        return evaluator.evaluate(items, contexts, status)
 
 
 def parse_command_file(text: str) -> dict[str, str]:
@@ -258,6 +318,14 @@ def run_composite_action(
 
     action = yaml.safe_load((action_dir / "action.yml").read_text(encoding="utf-8"))
     assert action["runs"]["using"] == "composite"
+    with ExpressionEvaluator() as evaluator:
+        return _run_steps(action, action_dir, inputs, workspace=workspace, github=github, env=env,
+                          runner_os=runner_os, timeout=timeout, evaluate_expressions=evaluator.evaluate)
+
+
+def _run_steps(action: dict[str, Any], action_dir: Path, inputs: dict[str, str], *, workspace: Path,
+               github: dict[str, Any] | None, env: dict[str, str] | None, runner_os: str, timeout: float,
+               evaluate_expressions: Any) -> ActionRun:
     temp = Path(tempfile.mkdtemp(prefix="runner-temp-"))
     github_ctx: dict[str, Any] = {
         "action_path": str(action_dir), "workspace": str(workspace), "event_name": "push", "event": {},

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 TINY_FILES: dict[str, str] = {
+    "pyproject.toml": '[project]\nname = "tinypkg"\nversion = "0.1"\n',
     "src/tinypkg/__init__.py": "from tinypkg.mathops import clamp, describe\n",
     "src/tinypkg/mathops.py": textwrap.dedent(
         """\
@@ -99,13 +100,14 @@ def write_tiny_project(root: Path) -> Path:
 def build_tiny_cell(project: Path, work: Path, cell: str) -> dict[str, Path]:
     """Build ``tinypkg`` the way a wheel build would and run one cell's driver under coverage.
 
-    The C file is compiled in a separate build copy (like pip's temporary build folder), the
+    The C file is compiled in a separate build copy (like pip's ``/tmp/pip-req-build-*``), the
     package is installed into ``work/site-packages``, and the driver script runs with
     coverage.py measuring the installed copy. Returns the data file and build folder.
     """
-    build_copy = work / "build-copy"
+    build_copy = work / "pip-req-build-tinypkg"
     shutil.copytree(project / "src", build_copy / "src")
-    objdir = work / "build" / "temp"
+    shutil.copy2(project / "pyproject.toml", build_copy / "pyproject.toml")
+    objdir = build_copy / "build" / "temp"
     objdir.mkdir(parents=True)
     site = work / "site-packages"
     shutil.copytree(project / "src" / "tinypkg", site / "tinypkg", ignore=shutil.ignore_patterns("*.c"))
@@ -235,27 +237,28 @@ def build_sample_with_coverage(project: Path) -> Path:
 
 
 def run_sample_tests(built: Path, work: Path, tests: list[str], *, cell: str) -> dict[str, Any]:
-    """Run some of the sample project's tests under coverage.py, with gcov data redirected.
+    """Run some of the sample project's tests under coverage.py in a relocated copy of the build.
 
-    ``.gcda`` files go under ``work/gcda`` (GCOV_PREFIX mirrors the absolute object paths),
-    next to copies of the ``.gcno`` files, so the cached build stays untouched and each
-    cell has its own native data, as on separate runners.
+    The cached build is copied to ``work/src`` (sources, ``.gcno`` files and extensions),
+    and ``GCOV_PREFIX``/``GCOV_PREFIX_STRIP`` send the ``.gcda`` files there too, the way
+    a build moved into a container or onto another runner writes its data. The cache stays
+    untouched and each cell has its own native data.
     """
-    gcda = work / "gcda"
-    for gcno in built.rglob("*.gcno"):
-        target = gcda / str(gcno).lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(gcno, target)
+    copy = work / "src"
+    shutil.copytree(built, copy, symlinks=True)
+    strip = len(built.parts) - 2  # folders above "src" in the compile-time paths (parts[0] is "/")
     data = work / f".coverage.{cell}"
-    env = {**os.environ, "PYTHONPATH": str(built), "COVERAGE_FILE": str(data), "GCOV_PREFIX": str(gcda),
-           "GCOV_PREFIX_STRIP": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(copy), "COVERAGE_FILE": str(data), "GCOV_PREFIX": str(work),
+           "GCOV_PREFIX_STRIP": str(strip), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run([sys.executable, "-m", "coverage", "run", "--source=sample_ext", "-m", "pytest", "-q",
                            "-p", "no:cacheprovider", "-o", "addopts=", "--import-mode=importlib",
-                           *[str(built / t) for t in tests]],
+                           *[str(copy / t) for t in tests]],
                           cwd=work, env=env, capture_output=True, text=True, check=False)
     # 0: all passed, 1: some of the sample's own tests failed (their coverage still counts);
     # anything else (crash, usage error, no tests) means there is no data worth checking.
     if proc.returncode not in (0, 1) or not data.is_file():
         raise RuntimeError(f"sample tests did not run in cell {cell} (exit {proc.returncode}):\n"
                            f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    return {"data": data, "gcov_root": gcda, "pytest_exit": proc.returncode, "pytest_tail": proc.stdout[-800:]}
+    if not list(copy.rglob("*.gcda")):
+        raise RuntimeError(f"no .gcda files under {copy}: GCOV_PREFIX redirection did not work")
+    return {"data": data, "gcov_root": copy / "build", "pytest_exit": proc.returncode, "pytest_tail": proc.stdout[-800:]}

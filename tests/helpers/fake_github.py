@@ -335,6 +335,8 @@ class FakeGitHub:
             for comments in self.comments.values():
                 for comment in comments:
                     if comment["id"] == params["comment_id"]:
+                        if method == "PATCH" and (comment.get("user") or {}).get("login") != "github-actions[bot]":
+                            return 403, {}, {"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest"}
                         if method == "PATCH":
                             if len(body["body"]) > COMMENT_LIMIT:
                                 return 422, {}, {"message": "Validation Failed"}

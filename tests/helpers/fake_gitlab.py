@@ -78,7 +78,8 @@ class FakeGitLab:
         with self.lock:
             self.requests.append({"method": method, "path": split.path, "query": query, "headers": headers, "body": body})
             match = _NOTES.match(split.path)
-            if not match or method not in ("GET", "POST", "PUT") or (method == "POST") == bool(match.group("note")):
+            note_id = match.group("note") if match else None
+            if not match or method not in ("GET", "POST", "PUT") or (method == "POST" and note_id) or (method == "PUT" and not note_id):
                 self.violations.append(f"{method} {split.path}: not a documented merge request notes endpoint")
                 return 404, {}, {"message": "404 Not Found"}
             for name in query:

@@ -80,7 +80,9 @@ def make_key_with_python(folder: Path, name: str, curve: str = "p256") -> Key:
             serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
         )
     )
-    pub = private.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    pub = private.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
     Path(str(path) + ".pub").write_text(pub.decode() + f" {name}@example.org\n")
     return Key(path, Path(str(path) + ".pub"), f"{name}@example.org")
 
@@ -91,16 +93,33 @@ def ssh_keygen_sign(key: Key, message: Path, namespace: str = NAMESPACE, hashalg
     if sig.exists():
         sig.unlink()
     subprocess.run(
-        [ssh_keygen(), "-q", "-Y", "sign", "-n", namespace, "-f", str(key.private), "-O", f"hashalg={hashalg}",
-         str(message)],
+        [
+            ssh_keygen(),
+            "-q",
+            "-Y",
+            "sign",
+            "-n",
+            namespace,
+            "-f",
+            str(key.private),
+            "-O",
+            f"hashalg={hashalg}",
+            str(message),
+        ],
         check=True,
         capture_output=True,
     )
     return sig
 
 
-def ssh_keygen_verify(allowed: Path, principal: str, message: Path, sig: Path,
-                      namespace: str = NAMESPACE, revoked: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+def ssh_keygen_verify(
+    allowed: Path,
+    principal: str,
+    message: Path,
+    sig: Path,
+    namespace: str = NAMESPACE,
+    revoked: Path | None = None,
+) -> subprocess.CompletedProcess[bytes]:
     cmd = [ssh_keygen(), "-Y", "verify", "-f", str(allowed), "-I", principal, "-n", namespace, "-s", str(sig)]
     if revoked is not None:
         cmd += ["-r", str(revoked)]
@@ -110,9 +129,21 @@ def ssh_keygen_verify(allowed: Path, principal: str, message: Path, sig: Path,
 
 def git(repo: Path, *args: str) -> str:
     proc = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org",
-         "-c", "commit.gpgsign=false", *args],
-        capture_output=True, text=True, check=True,
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.org",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return proc.stdout.strip()
 
@@ -139,8 +170,16 @@ def sk_public_line(private_key, application: str = "ssh:") -> str:
     return f"{SK_TYPE} {base64.b64encode(sk_public_blob(private_key, application)).decode()}"
 
 
-def make_sk_signature(private_key, message: bytes, *, flags: int = 0x01, counter: int = 7,
-                      namespace: str = NAMESPACE, application: str = "ssh:", hashalg: str = "sha512") -> str:
+def make_sk_signature(
+    private_key,
+    message: bytes,
+    *,
+    flags: int = 0x01,
+    counter: int = 7,
+    namespace: str = NAMESPACE,
+    application: str = "ssh:",
+    hashalg: str = "sha512",
+) -> str:
     """An armored SSHSIG made as a FIDO authenticator would sign it."""
     import hashlib
 
@@ -152,22 +191,52 @@ def make_sk_signature(private_key, message: bytes, *, flags: int = 0x01, counter
 
     data = signed_data(message, namespace, hashalg)
     to_sign = (
-        hashlib.sha256(application.encode()).digest() + bytes([flags]) + wire.uint32(counter)
+        hashlib.sha256(application.encode()).digest()
+        + bytes([flags])
+        + wire.uint32(counter)
         + hashlib.sha256(data).digest()
     )
     r, s = utils.decode_dss_signature(private_key.sign(to_sign, ec.ECDSA(hashes.SHA256())))
-    inner = (wire.string(SK_TYPE) + wire.string(wire.mpint(r) + wire.mpint(s)) + bytes([flags])
-             + wire.uint32(counter))
-    blob = (b"SSHSIG" + wire.uint32(1) + wire.string(sk_public_blob(private_key, application))
-            + wire.string(namespace) + wire.string(b"") + wire.string(hashalg) + wire.string(inner))
+    inner = (
+        wire.string(SK_TYPE)
+        + wire.string(wire.mpint(r) + wire.mpint(s))
+        + bytes([flags])
+        + wire.uint32(counter)
+    )
+    blob = (
+        b"SSHSIG"
+        + wire.uint32(1)
+        + wire.string(sk_public_blob(private_key, application))
+        + wire.string(namespace)
+        + wire.string(b"")
+        + wire.string(hashalg)
+        + wire.string(inner)
+    )
     return armor(blob)
 
 
-def build_sshsig(*, key_blob: bytes, namespace: str = NAMESPACE, reserved: bytes = b"", hashalg: str = "sha512",
-                 inner: bytes, magic: bytes = b"SSHSIG", version: int = 1, trailer: bytes = b"") -> str:
+def build_sshsig(
+    *,
+    key_blob: bytes,
+    namespace: str = NAMESPACE,
+    reserved: bytes = b"",
+    hashalg: str = "sha512",
+    inner: bytes,
+    magic: bytes = b"SSHSIG",
+    version: int = 1,
+    trailer: bytes = b"",
+) -> str:
     """Assemble an SSHSIG blob field by field (for malformed-input tests)."""
     from xcompat.signing import wire
     from xcompat.signing.sshsig import armor
 
-    return armor(magic + wire.uint32(version) + wire.string(key_blob) + wire.string(namespace)
-                 + wire.string(reserved) + wire.string(hashalg) + wire.string(inner) + trailer)
+    return armor(
+        magic
+        + wire.uint32(version)
+        + wire.string(key_blob)
+        + wire.string(namespace)
+        + wire.string(reserved)
+        + wire.string(hashalg)
+        + wire.string(inner)
+        + trailer
+    )

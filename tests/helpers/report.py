@@ -178,6 +178,21 @@ def mixed_results() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return plan, results
 
 
+def huge_report(n_cells: int = 40, n_fail: int = 3000, tail_lines: int = 40) -> Any:
+    """A report far larger than every channel but the job summary: thousands of failures, long tails."""
+    from xcompat.report import build_report
+
+    cells = [make_cell(f"3.{10 + i % 5}", "linux", f"arch{i}", "cuda", toolkit="12.8", frameworks=[("torch", f"2.{i}")]) for i in range(n_cells)]
+    tail = "\n".join(f"E  | line {j} with `backticks` and |pipes| and émoji 🚀" for j in range(tail_lines))
+    results = []
+    for i, c in enumerate(cells):
+        tests = [make_test(f"tests/test_{i}.py::test_{k}", "failed", message="boom " * 20, tail=tail) for k in range(n_fail // n_cells)]
+        results.append(make_test_result(c.id, tests))
+    results.append(abi_result([("symbol-removed", "_ext.so", f"_Z{k}foov", "major") for k in range(800)]))
+    results.append(coverage_result(70.0, diff_percent=40.0, diff_files=[(f"src/m{k}.py", [[1, 3], [7, 9]]) for k in range(500)], files=[(f"src/f{k}.py", 50.0) for k in range(2000)]))
+    return build_report(results, make_plan(cells), artifact_url="https://ci.example/run/1")
+
+
 class ScriptedServer:
     """Loopback server answering a fixed script of (status, headers, json body); records requests.
 

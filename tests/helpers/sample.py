@@ -98,8 +98,9 @@ def sample_hash(variant: str = "v1") -> str:
     root = sample_project(variant)
     for path in _source_files(root):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    # The build code that decides the wheel bytes (what is compiled, repaired, excluded).
-    for path in (REPO / "src" / "xcompat" / "build" / name for name in ("native.py", "defaults.py")):
+    # The build code behind the wheel and its build.json (the cibuildwheel driver is not used).
+    build_code = [p for p in sorted((REPO / "src" / "xcompat" / "build").glob("*.py")) if p.name != "cibw.py"]
+    for path in [*build_code, REPO / "schemas" / "build.schema.json"]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(_toolchain_fingerprint().encode())
     return digest.hexdigest()[:16]

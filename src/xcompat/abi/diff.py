@@ -112,6 +112,7 @@ class _Collector:
         self.findings: list[Finding] = []
         self.filtered: Counter[str] = Counter()
         self.pending_demangle: list[tuple[int, str]] = []
+        self.unchecked: list[str] = []
 
     def add(self, kind: str, library: str | None, symbol: str | None, detail: str, *, old=None, new=None) -> None:
         if self.policy.ignored(library, symbol):
@@ -159,7 +160,7 @@ def diff_manifests(
     _diff_libraries(old, new, c)
     _diff_floors_in_tags(old, new, c)
     _diff_requires(old, new, c)
-    unchecked = list(old.unchecked) + list(new.unchecked)
+    unchecked = list(old.unchecked) + list(new.unchecked) + c.unchecked
     from xcompat.abi.pyapi import diff_python_api
     from xcompat.abi.torchops import diff_torch_ops
 
@@ -236,9 +237,12 @@ def _diff_library(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
             f"RUNPATH {':'.join(a.runpath) or '-'} -> {':'.join(b.runpath) or '-'}",
         )
     _diff_floors(key, a, b, c)
+    _diff_abi3(key, a, b, c)
     _diff_cuda(key, a, b, c)
     if grafted:
-        c.filtered["grafted-library-symbols"] += len(a.exports.keys() ^ b.exports.keys())
+        changed = len(a.exports.keys() ^ b.exports.keys())
+        if changed:
+            c.filtered["grafted-library-symbols"] += changed
         return
     _diff_symbols(key, a, b, c)
 
@@ -251,7 +255,7 @@ def _diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
     names_b = {k.partition("@")[0]: k for k in added} if removed else {}
     names_a = {k.partition("@")[0]: k for k in removed} if added else {}
     for sym in sorted(removed):
-        why = noise.classify(sym, a, extension=extension)
+        why = noise.classify(sym, a, extension=extension, weak=ea[sym][0].isupper())
         if why:
             c.filtered[why] += 1
             continue
@@ -261,7 +265,7 @@ def _diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
         else:
             c.add("symbol_removed", key, sym, f"{sym} is no longer exported")
     for sym in sorted(added):
-        why = noise.classify(sym, b, extension=extension)
+        why = noise.classify(sym, b, extension=extension, weak=eb[sym][0].isupper())
         if why:
             c.filtered[why] += 1
             continue
@@ -276,9 +280,9 @@ def _diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
         if sym not in eb:
             continue
         tb, sb = eb[sym]
-        if sa == sb or ta not in ("o", "t") or tb not in ("o", "t") or not sa or not sb:
+        if sa == sb or ta not in "oOtT" or tb not in "oOtT" or not sa or not sb:
             continue
-        if noise.classify(sym, a, extension=extension):
+        if noise.classify(sym, a, extension=extension, weak=ta.isupper() and tb.isupper()):
             c.filtered["size-noise"] += 1
             continue
         kind = "vtable_size_changed" if sym.startswith("_ZTV") else "object_size_changed"
@@ -343,6 +347,23 @@ def _diff_floors(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collect
             c.add("numpy_capi_target_changed", key, None,
                   f"compiled against the NumPy {a.numpy_target} C-API before, {b.numpy_target} now: "
                   f"users need numpy>={b.numpy_target}", old=a.numpy_target, new=b.numpy_target)
+
+
+def _diff_abi3(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collector) -> None:
+    from xcompat.abi.abi3 import abi3_floor, is_abi3_module
+
+    if not is_abi3_module(key):
+        return
+    fa, fb = abi3_floor(a), abi3_floor(b)
+    if fa is None or fb is None:
+        c.unchecked.append(f"{key}: abi3 floor not computed (install abi3info: pip install 'xcompat[abi]')")
+        return
+    if fb[0] > fa[0]:
+        old, new = ".".join(map(str, fa[0])), ".".join(map(str, fb[0]))
+        shown = ", ".join(fb[1][:5])
+        c.add("abi3_floor_raised", key, None,
+              f"Limited API floor {old} -> {new} (needs {shown}): Python {old}..{fb[0][0]}.{fb[0][1] - 1} can no longer import it",
+              old=old, new=new)
 
 
 def _diff_cuda(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collector) -> None:

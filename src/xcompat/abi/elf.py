@@ -48,8 +48,13 @@ STB_GNU_UNIQUE = 10
 STV_DEFAULT = 0
 STV_PROTECTED = 3
 
-# st_info type -> one-letter kind used in manifests (nm-like, lower-cased meaning "any binding").
+# st_info type -> one-letter kind used in manifests: lower case for GLOBAL binding, upper case
+# for WEAK / GNU_UNIQUE (vague linkage: inline functions and template instantiations).
 _TYPE_CHAR = {0: "n", 1: "o", 2: "f", 3: "s", 4: "l", 5: "c", 6: "t", 10: "i"}
+_INFO_CHAR = {
+    info: (_TYPE_CHAR.get(info & 0xF, "?").upper() if info >> 4 in (2, 10) else _TYPE_CHAR.get(info & 0xF, "?"))
+    for info in range(256)
+}
 
 # NumPy bakes its C-API target into the message that ``import_array()`` prints on mismatch.
 _NUMPY_TARGET = re.compile(rb"compiled against NumPy C-API version 0x[%\w]+ \(NumPy ([0-9]+\.[0-9]+)\)")
@@ -112,8 +117,10 @@ def read_elf_bytes(data: bytes, *, display_name: str = "<bytes>", want_fatbin: b
 
 def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterface:  # noqa: C901 - one linear parse
     size = len(buf)
-    if size < 16 or bytes(buf[:4]) != ELF_MAGIC:
+    if bytes(buf[:4]) != ELF_MAGIC:
         raise ElfError(f"{name}: not an ELF file (bad magic at offset 0)")
+    if size < 16:
+        raise ElfError(f"{name}: truncated ELF header ({size} bytes)")
     elf_class, data_enc = buf[4], buf[5]
     if elf_class not in (1, 2) or data_enc not in (1, 2):
         raise ElfError(f"{name}: unsupported ELF class/encoding {elf_class}/{data_enc} at offset 4")
@@ -286,7 +293,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
     find = strtab.find
     tlen = len(strtab)
-    type_char = _TYPE_CHAR
+    type_char = _INFO_CHAR
     for idx, s in enumerate(lay.sym.iter_unpack(symdata)):
         st_info = s[f_info]
         bind = st_info >> 4
@@ -316,7 +323,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
                 vn = ver_names.get(v & 0x7FFF)
                 if vn is not None:
                     sym = f"{sym}@{vn[0]}"
-        exports[sym] = (type_char.get(st_info & 0xF, "?"), s[f_size])
+        exports[sym] = (type_char[st_info], s[f_size])
     info.exports = exports
     info.imports = imports
     # A CPython extension module exports PyInit_<name>; a bytes search is cheaper than a key scan.

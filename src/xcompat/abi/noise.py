@@ -6,6 +6,8 @@ Three sources of noise dominate real diffs (measured on numpy, pyzmq and torch r
   appear or vanish with a toolchain or with ``patchelf``;
 * libstdc++ / libgcc code and template instantiations that leak into ``.dynsym`` from
   headers (``std::``, ``__gnu_cxx::``, their typeinfo and vtables);
+* weak C++ symbols (vague linkage): inline functions and template instantiations that
+  headers emit into every object using them (torch's ``c10::impl::make_boxed_from_unboxed_functor``);
 * libraries grafted by auditwheel / delocate (``foo-1a2b3c4d.so``): private to the wheel,
   nothing outside it can link against them.
 
@@ -48,7 +50,7 @@ LINKER_SYMBOLS = frozenset(
 # the std:: abbreviations (Ss, Sa, Si, So, Sd), __gnu_cxx::, plus their vtables (TV),
 # typeinfo (TI), typeinfo names (TS) and guard variables (GV).
 _STDLIB = re.compile(r"^_Z(?:T[VIS]|GV|TH|TW)?N?K?(?:St|S[saiod]|9__gnu_cxx|NSt|N9__gnu_cxx)")
-_STD_OPERATORS = re.compile(r"^_Z(?:nw|na|dl|da)[jmy]")  # operator new/delete replacements
+_STD_OPERATORS = re.compile(r"^_Z(?:(?:nw|na)[jmy]|(?:dl|da)Pv)")  # operator new/delete replacements
 
 
 # auditwheel / delocate rename grafted libraries to "<name>-<8 hex digits>.so[.version]".
@@ -80,8 +82,13 @@ def is_grafted(key: str) -> bool:
     return top.endswith(".libs") or head.endswith(".dylibs")
 
 
-def classify(name: str, lib: LibraryInterface, *, extension: bool) -> str | None:
-    """Return why ``name`` is noise (``"linker"``, ``"stdlib"``, ``"extension-internal"``) or None."""
+def classify(name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False) -> str | None:
+    """Return why ``name`` is noise or None.
+
+    Reasons: ``linker``, ``version-node``, ``stdlib``, ``extension-internal`` and
+    ``vague-linkage``: a weak (or GNU-unique) C++ symbol is an inline function or template
+    instantiation emitted from a header; every user of that header carries its own copy,
+    so it appearing or vanishing breaks nobody."""
     base, _, ver = name.partition("@")
     if base in LINKER_SYMBOLS:
         return "linker"
@@ -89,6 +96,8 @@ def classify(name: str, lib: LibraryInterface, *, extension: bool) -> str | None
         return "version-node"  # the absolute symbol the linker emits for each version node
     if is_stdlib_symbol(base):
         return "stdlib"
+    if weak and is_mangled(base):
+        return "vague-linkage"
     if extension and not (base.startswith("PyInit_") or (not is_mangled(base) and not base.startswith("_"))):
         return "extension-internal"
     return None

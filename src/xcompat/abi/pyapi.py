@@ -138,10 +138,23 @@ def compare_signature(old: list, new: list) -> str | None:
 
 
 def _fmt(params: list) -> str:
-    parts = []
-    for name, kind, has_default in params:
-        prefix = "*" if kind in ("variadic positional", "var positional") else "**" if kind in ("variadic keyword", "var keyword") else ""
-        parts.append(prefix + name + ("=..." if has_default else ""))
+    parts: list[str] = []
+    star = False
+    for i, (name, kind, has_default) in enumerate(params):
+        if kind in ("variadic positional", "var positional"):
+            parts.append("*" + name)
+            star = True
+            continue
+        if kind in ("variadic keyword", "var keyword"):
+            parts.append("**" + name)
+            continue
+        if kind == "keyword-only" and not star:
+            parts.append("*")
+            star = True
+        parts.append(name + ("=..." if has_default else ""))
+        nxt = params[i + 1][1] if i + 1 < len(params) else None
+        if kind == "positional-only" and nxt != "positional-only":
+            parts.append("/")
     return "(" + ", ".join(parts) + ")"
 
 

@@ -31,7 +31,7 @@ def _label(f: dict[str, Any]) -> str:
     head = f"{where}: {sym}" if sym else where
     detail = f["detail"]
     if sym and detail.startswith(str(f.get("symbol"))):
-        detail = detail[len(str(f["symbol"])) :].strip()
+        detail = detail[len(str(f["symbol"])) :].lstrip(" :;")
     return f"{head} — {detail}" if detail else head
 
 
@@ -97,4 +97,4 @@ def render_markdown(doc: dict[str, Any], *, limit: int = MD_LIMIT) -> str:
         out += ["<details>", f"<summary>Not checked ({len(doc['unchecked'])})</summary>", ""]
         out += [f"- {_md_escape(u)}" for u in doc["unchecked"]]
         out += ["", "</details>", ""]
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n") + "\n"

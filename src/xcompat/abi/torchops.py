@@ -41,6 +41,15 @@ for dirpath, dirnames, files in os.walk(root):
                 continue
             try:
                 importlib.import_module(mod)
+            except ImportError as exc:
+                if "module export function" not in str(exc):
+                    errors.append(f"import {mod}: {type(exc).__name__}: {exc}")
+                    continue
+                # not a Python module: a plain library of operators, loaded the torch way
+                try:
+                    torch.ops.load_library(os.path.join(dirpath, f))
+                except Exception as exc2:
+                    errors.append(f"load {rel}: {type(exc2).__name__}: {exc2}")
             except Exception as exc:
                 errors.append(f"import {mod}: {type(exc).__name__}: {exc}")
 ops = {}

@@ -32,6 +32,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                           help="`xcompat abi diff --format json` output (repeatable; the largest bump counts)")
     evidence.add_argument("--coverage", type=Path, action="append", default=[], metavar="COVERAGE_JSON",
                           help="`xcompat coverage merge` output whose status must be passed (repeatable)")
+    evidence.add_argument("--dist", type=Path, metavar="DIR",
+                          help="wheels about to be published: must be exactly those passing builds recorded (sha256)")
     trust = parser.add_argument_group("matrix signature")
     trust.add_argument("--matrix", type=Path, metavar="FILE", help="the signed matrix to verify")
     trust.add_argument("--allowed-signers", type=Path, metavar="PATH",
@@ -40,6 +42,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="protected git ref the trust list and previous matrix come from (never the PR head)")
     trust.add_argument("--signature", type=Path, metavar="PATH", help="detached signature (default FILE.sig)")
     trust.add_argument("--revoked", type=Path, metavar="PATH", help="revoked keys list")
+    trust.add_argument("--repo", metavar="OWNER/NAME",
+                       help="repository the matrix must be bound to (default: $GITHUB_REPOSITORY or $CI_PROJECT_PATH)")
     release = parser.add_argument_group("release")
     release.add_argument("--tag", help="tag being released (default: GITHUB_REF_NAME on tag runs, CI_COMMIT_TAG)")
     release.add_argument("--previous-tag", metavar="TAG",
@@ -62,6 +66,8 @@ def execute(args: argparse.Namespace) -> int:
     log = get_logger()
     if args.results and args.plan is None:
         raise UsageError("--results needs --plan: the plan says which cells are required")
+    if args.dist is not None and not args.results:
+        raise UsageError("--dist needs --plan and --results: the build results record the wheels' sha256")
     if args.matrix is None and (args.allowed_signers or args.trust_ref):
         raise UsageError("--allowed-signers/--trust-ref need --matrix")
     if args.matrix is not None and args.allowed_signers is None:
@@ -72,11 +78,13 @@ def execute(args: argparse.Namespace) -> int:
         require_kinds=tuple(dict.fromkeys(args.require_kinds)),
         abi=tuple(args.abi),
         coverage=tuple(args.coverage),
+        dist=args.dist,
         matrix=args.matrix,
         allowed_signers=args.allowed_signers,
         trust_ref=args.trust_ref,
         signature=args.signature,
         revoked=args.revoked,
+        bound_repo=args.repo,
         tag=args.tag,
         previous_tag=args.previous_tag,
         tag_prefix=args.tag_prefix,

@@ -33,7 +33,11 @@ def execute(args: argparse.Namespace) -> int:
             try:
                 key = parse_public_key_line(line, "public key")
             except WireError as exc:
-                raise InputError(str(exc), file=name, line=lineno,
-                                 hint="pass the .pub file (ssh-keygen -y -f KEY > KEY.pub)") from None
+                raise InputError(
+                    str(exc),
+                    file=name,
+                    line=lineno,
+                    hint="pass the .pub file (ssh-keygen -y -f KEY > KEY.pub)",
+                ) from None
             print(f"{key.bits} {key.fingerprint} {key.comment or 'no comment'} ({key.display_type})")
     return 0

@@ -7,17 +7,31 @@ import argparse
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="signed matrix file (.xcompat/matrix.yml)")
-    parser.add_argument("--allowed-signers", required=True, metavar="PATH",
-                        help="OpenSSH allowed_signers file (read from --trust-ref when given)")
+    parser.add_argument(
+        "--allowed-signers",
+        required=True,
+        metavar="PATH",
+        help="OpenSSH allowed_signers file (read from --trust-ref when given)",
+    )
     parser.add_argument("--signature", metavar="PATH", help="armored signature (default: FILE.sig)")
-    parser.add_argument("--revoked", metavar="PATH", help="revoked keys: public keys, one a line, or a binary KRL")
-    parser.add_argument("--trust-ref", metavar="GITREF",
-                        help="read allowed_signers, revoked keys and the previous matrix from this git ref "
-                        "(the PR base), and refuse a serial that did not grow")
-    parser.add_argument("--repo", metavar="OWNER/NAME",
-                        help="repository the matrix must be bound to (default: $GITHUB_REPOSITORY or $CI_PROJECT_PATH)")
+    parser.add_argument(
+        "--revoked", metavar="PATH", help="revoked keys: public keys, one a line, or a binary KRL"
+    )
+    parser.add_argument(
+        "--trust-ref",
+        metavar="GITREF",
+        help="read allowed_signers, revoked keys and the previous matrix from this git ref "
+        "(the PR base), and refuse a serial that did not grow",
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="repository the matrix must be bound to (default: $GITHUB_REPOSITORY or $CI_PROJECT_PATH)",
+    )
     parser.add_argument("--principal", metavar="NAME", help="require the signer's principals to match NAME")
-    parser.add_argument("--json", metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)")
+    parser.add_argument(
+        "--json", metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)"
+    )
 
 
 def execute(args: argparse.Namespace) -> int:

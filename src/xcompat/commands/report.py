@@ -143,6 +143,10 @@ def execute(args: argparse.Namespace) -> int:
         if reason and failed_posts:
             # Expected on forks: the report is in the summary and the bundle; not a posting failure.
             failed_posts = []
+        if summary_file and failed_posts:
+            lines = "".join(f"> {line}\n" for line in failed_posts)
+            if len(lines.encode()) < job_summary_budget(summary_file):
+                log.write_summary("\n" + lines)
         for failure in report.failures[:10]:
             if failure.file and failure.required:
                 log.error(f"{failure.outcome}: {failure.name} [{failure.cell_id}]", file=failure.file, line=failure.line)

@@ -79,18 +79,16 @@ def collect(options: CollectOptions) -> CellCoverage:
     for build_dir in options.gcov_roots:
         tools["gcovr"] = native.gcovr_version()
         try:
-            document = native.run_gcovr(build_dir.resolve(), gcov_executable=options.gcov_executable)
+            build = build_dir.resolve()
+            gcovr_root = native.gcovr_root(build, root)
+            document = native.run_gcovr(build, root=gcovr_root, gcov_executable=options.gcov_executable)
             for measured in native.native_files(document, source=str(build_dir)):
-                m = mapper.map(measured.recorded, base=build_dir.resolve())
+                m = mapper.map(measured.recorded, base=gcovr_root)
                 if m.repo_path is None:
                     remember_unmapped(measured.recorded, "gcovr", m.reason)
                     continue
                 if not measured.lines:
-                    warnings.append(
-                        f"{m.repo_path}: gcov found no line data (is its source still at {measured.recorded}? "
-                        "build in place or keep the build folder until coverage is collected)"
-                    )
-                    continue
+                    continue  # no executable lines (declarations only)
                 if not options.include_cython_generated and _cython_generated(root / m.repo_path):
                     continue
                 origin, counts = acc.setdefault(m.repo_path, ("gcovr", {}))

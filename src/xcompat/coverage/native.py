@@ -1,10 +1,11 @@
 """Native (C/C++/CUDA host) coverage through gcovr's JSON output.
 
 gcovr runs gcov over the ``.gcda``/``.gcno`` files of a build tree and writes one JSON
-document; we never parse gcov's text output ourselves. gcovr is run with ``--filter /`` so
-that it keeps files outside its ``--root`` (pip builds in ``/tmp/pip-req-build-*``,
-containers build in ``/project``); :class:`~xcompat.coverage.paths.PathMapper` then keeps
-the files that belong to the repository and drops system and third-party headers.
+document; we never parse gcov's text output ourselves. gcovr's ``--root`` is the project
+the build folder belongs to (:func:`gcovr_root`), so it keeps that project's files and
+leaves system and third-party headers out; :class:`~xcompat.coverage.paths.PathMapper`
+then maps the project's files (in a pip build copy, a container's ``/project`` or the
+checkout) to repository paths.
 """
 
 from __future__ import annotations
@@ -47,30 +48,61 @@ def gcovr_version() -> str:
     return first[0].split()[-1] if first else ""
 
 
-def run_gcovr(build_dir: Path, *, gcov_executable: str | None = None, jobs: int = 1) -> dict[str, Any]:
-    """Run gcovr over ``build_dir`` and return its JSON document."""
+# Files that mark the top of a project a build folder belongs to.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "CMakeLists.txt", "meson.build", ".git")
+
+
+def gcovr_root(build_dir: Path, source_root: Path) -> Path:
+    """The ``--root`` for gcovr: the project the build folder belongs to.
+
+    That is the source root when the build folder is inside it (in-place builds, a
+    container's ``/project``), else the nearest folder above the build folder with a project
+    marker (pip's ``/tmp/pip-req-build-*`` copy), else the build folder itself. gcovr reports
+    only files under its root: system and third-party headers stay out, and (gcovr 8) files
+    outside the root whose directory has to be reached through ``..`` can send its
+    directory tree into endless recursion, so they must stay out anyway.
+    """
+    try:
+        build_dir.relative_to(source_root)
+        return source_root
+    except ValueError:
+        pass
+    for folder in (build_dir, *build_dir.parents):
+        if folder == Path(folder.anchor):
+            break
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return build_dir
+
+
+def run_gcovr(build_dir: Path, *, root: Path | None = None, gcov_executable: str | None = None,
+              jobs: int = 1) -> dict[str, Any]:
+    """Run gcovr over ``build_dir`` and return its JSON document (names relative to ``root`` or absolute)."""
     if not build_dir.is_dir():
         raise InputError("gcov build folder not found", file=build_dir)
+    root = root or build_dir
     with tempfile.TemporaryDirectory(prefix="xcompat-gcovr-") as tmp:
         out = Path(tmp) / "gcovr.json"
         cmd = [
             *gcovr_command(),
-            "--root", str(build_dir),
-            "--filter", "/",  # keep files outside --root; the path mapper decides what belongs
+            "--root", str(root),
             "--json", str(out),
-            # A source deleted after the build (pip's temporary build copy) leaves its lines
-            # empty instead of failing the whole run; collect reports it as a warning.
-            "--gcov-ignore-errors=source_not_found",
-            "--gcov-ignore-errors=no_working_dir_found",
+            # Not --gcov-ignore-errors: with it, gcovr 8 keeps the output of a failed working
+            # directory guess (relative names) for relocated builds and then crashes.
             "-j", str(max(1, jobs)),
             str(build_dir),
         ]
         if gcov_executable:
             cmd[1:1] = ["--gcov-executable", gcov_executable]
-        proc = subprocess.run(cmd, cwd=build_dir, capture_output=True, text=True, check=False)
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not out.is_file():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
-            raise ToolError(f"gcovr failed with exit code {proc.returncode} on {build_dir}", details=tail)
+            text = proc.stderr or proc.stdout
+            tail = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.strip().startswith("^")][-8:]
+            hint = None
+            if "could not find source file" in text or "working directory" in text:
+                hint = ("gcov needs the sources at the paths they were compiled from: build in place "
+                        "(build_ext --inplace, pip install --no-build-isolation -e .) or keep the build folder")
+            raise ToolError(f"gcovr failed with exit code {proc.returncode} on {build_dir}", hint=hint, details=tail)
         return read_gcovr_json(out)
 
 

@@ -2,7 +2,8 @@
 
 Thresholds come from command-line options, else from the matrix's ``coverage`` settings.
 A threshold is a percentage in [0, 100]; a measured value passes when it is >= the
-threshold. With no executable changed lines the diff threshold passes (nothing to cover).
+threshold. With no executable changed lines, or no base ref to diff against (a push or a
+tag), the diff check passes and says why.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def evaluate(
     if thresholds.diff is not None:
         t = thresholds.diff
         if not diff_known:
-            checks.append(GateCheck("diff", t, None, False, "diff threshold set but no --base-ref given"))
+            # Pushes and tags have no change to measure; the check is reported, not failed.
+            checks.append(GateCheck("diff", t, None, True, "not checked: no --base-ref, so no changed lines"))
         elif diff is None:
             checks.append(GateCheck("diff", t, None, True, "the change adds no executable lines"))
         else:

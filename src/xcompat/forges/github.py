@@ -35,6 +35,8 @@ from xcompat.report.model import Report
 from xcompat.report.render import marker, render
 
 DEFAULT_API = "https://api.github.com"
+SUMMARY_SECTIONS = ("header", "grid", "failures", "abi", "coverage")
+TEXT_SECTIONS = ("failures", "cells", "other")
 READ_ONLY_EVENTS = ("pull_request", "pull_request_review", "pull_request_review_comment")
 
 
@@ -226,8 +228,9 @@ class GitHubPublisher:
 
     # -- check runs -----------------------------------------------------------------------
     def publish_check_run(self, report: Report, *, name: str, head_sha: str) -> Delivery:
-        summary = render(report, "markdown", "check_run_summary")
-        text = render(report, "markdown", "check_run_text")
+        # The summary is what the Checks tab shows first; the details (log tails, all cells) go in the text.
+        summary = render(report, "markdown", "check_run_summary", include=SUMMARY_SECTIONS)
+        text = render(report, "markdown", "check_run_text", include=TEXT_SECTIONS)
         title = f"{report.title}: {report.headline}"[:255]
         annotations = annotations_for(report, self.limits)
         chunk = self.limits.annotations.per_request
@@ -255,23 +258,28 @@ class GitHubPublisher:
         return Delivery(channel="check run", ok=True, detail=f"{name}: {report.conclusion}, {len(annotations)} annotation(s)", url=url)
 
     # -- sticky comment -----------------------------------------------------------------------
-    def find_comment(self, pr_number: int, key: str) -> dict[str, Any] | None:
+    def find_comments(self, pr_number: int, key: str) -> list[dict[str, Any]]:
+        """Comments whose body starts with the marker; bots' first (a person may paste the marker)."""
         mark = marker(key)
-        for comment in self.http.paginate(f"{self.repo_path}/issues/{pr_number}/comments", {"per_page": 100}):
-            body = comment.get("body") if isinstance(comment, dict) else None
-            if isinstance(body, str) and body.lstrip().startswith(mark):
-                return comment
-        return None
+        found = [
+            c
+            for c in self.http.paginate(f"{self.repo_path}/issues/{pr_number}/comments", {"per_page": 100})
+            if isinstance(c, dict) and isinstance(c.get("body"), str) and c["body"].lstrip().startswith(mark)
+        ]
+        return sorted(found, key=lambda c: (c.get("user") or {}).get("type") != "Bot")
+
+    def find_comment(self, pr_number: int, key: str) -> dict[str, Any] | None:
+        found = self.find_comments(pr_number, key)
+        return found[0] if found else None
 
     def upsert_comment(self, report: Report, pr_number: int, *, key: str = "default") -> Delivery:
         body = render(report, "markdown", "pr_comment", marker_key=key)
-        existing = self.find_comment(pr_number, key)
-        if existing is not None:
+        for existing in self.find_comments(pr_number, key):
             try:
                 updated = self.http.json("PATCH", f"{self.repo_path}/issues/comments/{existing['id']}", json={"body": body})
                 return Delivery(channel="PR comment", ok=True, detail=f"updated on #{pr_number}", url=updated.get("html_url"))
             except PermissionDenied:
-                get_logger().warning("the existing report comment belongs to another account; adding a new one")
+                continue  # someone else's comment carrying the marker: try the next one
         try:
             created = self.http.json(
                 "POST", f"{self.repo_path}/issues/{pr_number}/comments", json={"body": body}, retry_server_errors=False

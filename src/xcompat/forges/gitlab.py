@@ -88,19 +88,26 @@ class GitLabPublisher:
         )
         self.notes_path = f"/projects/{quote(str(context.project_id), safe='')}/merge_requests/{context.mr_iid}/notes"
 
-    def find_note(self, key: str) -> dict[str, Any] | None:
+    def find_notes(self, key: str) -> list[dict[str, Any]]:
         mark = marker(key)
-        for note in self.http.paginate(self.notes_path, {"per_page": 100, "sort": "asc", "order_by": "created_at"}):
-            if isinstance(note, dict) and not note.get("system") and str(note.get("body", "")).lstrip().startswith(mark):
-                return note
-        return None
+        return [
+            note
+            for note in self.http.paginate(self.notes_path, {"per_page": 100, "sort": "asc", "order_by": "created_at"})
+            if isinstance(note, dict) and not note.get("system") and str(note.get("body", "")).lstrip().startswith(mark)
+        ]
+
+    def find_note(self, key: str) -> dict[str, Any] | None:
+        found = self.find_notes(key)
+        return found[0] if found else None
 
     def upsert_note(self, report: Report, *, key: str = "default") -> Delivery:
         body = render(report, "markdown", "gitlab_note", marker_key=key)
-        existing = self.find_note(key)
-        if existing is not None:
-            self.http.json("PUT", f"{self.notes_path}/{existing['id']}", json={"body": body})
-            return Delivery(channel="MR note", ok=True, detail=f"updated on !{self.context.mr_iid}")
+        for existing in self.find_notes(key):
+            try:
+                self.http.json("PUT", f"{self.notes_path}/{existing['id']}", json={"body": body})
+                return Delivery(channel="MR note", ok=True, detail=f"updated on !{self.context.mr_iid}")
+            except PermissionDenied:
+                continue  # someone else's note carrying the marker: try the next one
         try:
             self.http.json("POST", self.notes_path, json={"body": body}, retry_server_errors=False)
         except PermissionDenied:
@@ -145,8 +152,9 @@ def write_artifacts(report: Report, results: Iterable[StageResult], folder: str 
         if isinstance(name, dict):
             name = name.get("path")
         if isinstance(name, str) and name:
-            source = Path(name) if Path(name).is_absolute() else Path(result.source).parent / name
-            if source.is_file():
+            candidates = [Path(name)] if Path(name).is_absolute() else [Path(result.source).parent / name, Path(name)]
+            source = next((c for c in candidates if c.is_file()), None)
+            if source is not None:
                 target = folder / "cobertura.xml"
                 shutil.copyfile(source, target)
                 written.append(target)

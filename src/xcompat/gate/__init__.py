@@ -9,7 +9,9 @@ Checks, all of which must pass (an empty set of checks is refused, never "valid"
   ``skipped`` and ``fallback`` fail);
 * ``version-bump``: the ABI diff's ``required_bump`` does not exceed the bump from the last
   release tag to this tag;
-* ``coverage``: the merged coverage result passed its thresholds.
+* ``coverage``: the merged coverage result passed its thresholds;
+* ``wheels``: with ``--dist``, the wheels to publish are byte for byte the ones passing
+  builds recorded (name and sha256), no more, no fewer.
 
 ``evaluate_gate`` returns a ``GateDecision``; ``decision_document`` renders ``gate.json``.
 The environment is passed in as a mapping, never read from ``os.environ`` here.
@@ -32,9 +34,10 @@ from xcompat.gate.checks import (
     check_matrix_signature,
     check_plan_source,
     check_tag_pattern,
+    check_wheels,
     load_abi_diff,
 )
-from xcompat.gate.results import load_plan, load_results
+from xcompat.gate.results import StageResult, load_plan, load_results
 from xcompat.gate.versions import ReleaseStep, release_step
 
 __all__ = [
@@ -56,11 +59,13 @@ class GateRequest:
     require_kinds: tuple[str, ...] = ()
     abi: tuple[Path, ...] = ()
     coverage: tuple[Path, ...] = ()
+    dist: Path | None = None
     matrix: Path | None = None
     allowed_signers: Path | None = None
     trust_ref: str | None = None
     signature: Path | None = None
     revoked: Path | None = None
+    bound_repo: str | None = None  # owner/name the matrix must name; None: from the environment
     tag: str | None = None
     previous_tag: str | None = None
     tag_prefix: str = ""
@@ -118,11 +123,13 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
             raise UsageError("--matrix needs --allowed-signers (with --trust-ref, the path inside that ref)")
         outcome, verified = check_matrix_signature(
             request.matrix, request.allowed_signers, trust_ref=request.trust_ref,
-            signature=request.signature, revoked=request.revoked, env=env,
+            signature=request.signature, revoked=request.revoked, repo=request.bound_repo, env=env,
         )
         checks.append(outcome)
         verified_sha256 = None if verified is None else verified.sha256
 
+    plan = None
+    results: tuple[StageResult, ...] = ()
     if request.plan is not None:
         plan = load_plan(request.plan)
         if request.matrix is not None:
@@ -147,6 +154,9 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
 
     for path in request.coverage:
         checks.append(check_coverage(path))
+
+    if request.dist is not None:
+        checks.append(check_wheels(request.dist, plan, results))
 
     return GateDecision(checks=tuple(checks), cells=verdicts, step=step, tag=tag, warnings=tuple(warnings))
 

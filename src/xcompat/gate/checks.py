@@ -242,7 +242,7 @@ def check_coverage(path: Path) -> CheckOutcome:
 
 def check_matrix_signature(
     matrix: Path, allowed_signers: Path, *, trust_ref: str | None, signature: Path | None,
-    revoked: Path | None, env: Mapping[str, str],
+    revoked: Path | None, env: Mapping[str, str], repo: str | None = None,
 ) -> tuple[CheckOutcome, Any]:
     """Verify the matrix with ``xcompat.signing.verify_matrix``.
 
@@ -254,7 +254,7 @@ def check_matrix_signature(
     details: dict[str, Any] = {"matrix": str(matrix), "trust_ref": trust_ref}
     try:
         verified = verify_matrix(matrix, allowed_signers=allowed_signers, signature=signature,
-                                 revoked=revoked, trust_ref=trust_ref, env=env)
+                                 revoked=revoked, trust_ref=trust_ref, repo=repo, env=env)
     except XcompatError as exc:
         if exc.exit_code == 2:
             raise
@@ -283,4 +283,60 @@ def check_plan_source(plan: Plan, verified_sha256: str | None, matrix: Path) -> 
         name="plan-source", passed=plan.matrix_sha256 == verified_sha256,
         reason=f"got a plan of matrix sha256 {plan.matrix_sha256[:16]}, expected {verified_sha256[:16]} "
         f"(the verified {matrix})",
+    )
+
+
+# -- the exact wheel set ---------------------------------------------------------------
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult]) -> CheckOutcome:
+    """The wheels about to be published are exactly the ones passing builds of required cells recorded.
+
+    Every ``*.whl`` in ``dist`` must match, by name and sha256, a wheel recorded by a
+    passing build result; every wheel name those builds recorded must be in ``dist``.
+    Provenance is then attested over these bytes, not over whatever a later step rebuilt.
+    """
+    if not dist.is_dir():
+        raise InputError("wheel folder not found", file=dist, hint="download the wheel artifacts there first")
+    required = None if plan is None else {c.id for c in plan.cells if plan.required(c)}
+    recorded: dict[str, set[str]] = defaultdict(set)
+    for result in results:
+        if result.kind != "build" or result.status != "passed":
+            continue
+        if required is not None and result.cell_id is not None and result.cell_id not in required:
+            continue
+        for wheel in result.wheels:
+            recorded[wheel.file].add(wheel.sha256)
+    on_disk = {path.name: _sha256(path) for path in sorted(dist.glob("*.whl"))}
+    details: dict[str, Any] = {"dist": str(dist), "wheels": sorted(on_disk)}
+    if not on_disk:
+        return CheckOutcome(name="wheels", passed=False,
+                            reason=f"got no wheel in {dist}, expected the wheels the builds recorded",
+                            details=details)
+    unknown = [name for name, digest in on_disk.items() if digest not in recorded.get(name, set())]
+    missing = sorted(set(recorded) - set(on_disk))
+    if unknown or missing:
+        parts = []
+        if unknown:
+            parts.append(f"{len(unknown)} wheel(s) no passing build recorded with these bytes ({', '.join(unknown[:3])})")
+        if missing:
+            parts.append(f"{len(missing)} recorded wheel(s) absent ({', '.join(missing[:3])})")
+        details.update(unrecorded=unknown, missing=missing)
+        return CheckOutcome(name="wheels", passed=False,
+                            reason=f"got {'; '.join(parts)}, expected exactly the built and tested set",
+                            details=details)
+    return CheckOutcome(
+        name="wheels", passed=True,
+        reason=f"got {len(on_disk)} wheel(s) matching the sha256 their builds recorded, expected exactly those",
+        details=details,
     )

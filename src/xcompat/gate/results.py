@@ -45,12 +45,22 @@ class Plan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecordedWheel:
+    """A wheel a build result recorded: what the release may publish, byte for byte."""
+
+    file: str  # base name
+    sha256: str
+    cell_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class StageResult:
     kind: str
     cell_id: str | None
     status: str
     summary: str
     path: Path
+    wheels: tuple[RecordedWheel, ...] = ()
 
 
 def _cells_list(document: Any) -> list[Any] | None:
@@ -123,12 +133,31 @@ def _json_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def parse_result(path: Path, document: Any) -> StageResult | None:
-    """The envelope of one result document, None when it is not a per-cell stage result."""
+def _recorded_wheels(path: Path, document: dict[str, Any]) -> tuple[RecordedWheel, ...]:
+    wheels = document.get("wheels", [])
+    if not isinstance(wheels, list):
+        raise InputError("$.wheels: expected a list", file=path)
+    found = []
+    for index, wheel in enumerate(wheels):
+        if not isinstance(wheel, dict) or not isinstance(wheel.get("file"), str) \
+                or not isinstance(wheel.get("sha256"), str):
+            raise InputError(f"$.wheels[{index}]: a wheel needs string 'file' and 'sha256'", file=path)
+        cid = wheel.get("cell_id")
+        found.append(RecordedWheel(file=Path(wheel["file"]).name, sha256=wheel["sha256"].lower(),
+                                   cell_id=cid if isinstance(cid, str) else None))
+    return tuple(found)
+
+
+def parse_result(path: Path, document: Any) -> list[StageResult]:
+    """The per-cell envelopes of one result document; empty when it is not a per-cell stage result.
+
+    A build result may cover several cells (``cells: [{id, status, wheels}]``): it counts
+    once for each of them, with that cell's own status.
+    """
     if not isinstance(document, dict) or document.get("kind") not in STAGE_KINDS:
-        return None
+        return []
     if "cell_id" not in document or "status" not in document:
-        return None
+        return []
     version = document.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(f"$.version: expected an integer, got {version!r}", file=path)
@@ -142,8 +171,27 @@ def parse_result(path: Path, document: Any) -> StageResult | None:
     if cid is not None and not isinstance(cid, str):
         raise InputError(f"$.cell_id: expected a string or null, got {cid!r}", file=path)
     summary = document.get("summary", "")
-    return StageResult(kind=document["kind"], cell_id=cid, status=status,
-                       summary=summary if isinstance(summary, str) else "", path=path)
+    summary = summary if isinstance(summary, str) else ""
+    kind = document["kind"]
+    wheels = _recorded_wheels(path, document) if kind == "build" else ()
+    results = [StageResult(kind=kind, cell_id=cid, status=status, summary=summary, path=path, wheels=wheels)]
+    cells = document.get("cells") if kind == "build" else None
+    if isinstance(cells, list):
+        for index, entry in enumerate(cells):
+            if not isinstance(entry, dict):
+                raise InputError(f"$.cells[{index}]: expected an object", file=path)
+            entry_id, entry_status = entry.get("id"), entry.get("status")
+            if entry_id is None or entry_id == cid:
+                continue
+            if not isinstance(entry_id, str) or entry_status not in STATUSES:
+                raise InputError(f"$.cells[{index}]: needs a string 'id' and a known 'status'", file=path)
+            names = {Path(str(w)).name for w in entry.get("wheels", []) if isinstance(w, str)}
+            own = tuple(w for w in wheels if w.file in names) if names else ()
+            reason = entry.get("reason")
+            results.append(StageResult(kind=kind, cell_id=entry_id, status=entry_status,
+                                       summary=reason if isinstance(reason, str) else summary, path=path,
+                                       wheels=own))
+    return results
 
 
 def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
@@ -167,7 +215,5 @@ def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno,
                                  hint="a truncated result usually means its job was cancelled") from None
-            result = parse_result(path, document)
-            if result is not None:
-                found.append(result)
+            found.extend(parse_result(path, document))
     return tuple(found)

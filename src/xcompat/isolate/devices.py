@@ -99,25 +99,24 @@ def cpu_slots(n: int) -> list[DeviceSlot]:
 
 
 def detect_accelerator(env: Mapping[str, str] | None = None) -> tuple[str, int]:
-    """(backend, visible device count) without initialising CUDA/HIP/MPS in this process.
-
-    Uses ``xcompat.devices.available_backends`` when that module is installed; torch's NVML
-    based count otherwise. Returns ``("cpu", 0)`` when torch is absent.
-    """
+    """(backend, visible device count) without initialising CUDA/HIP/MPS in this process."""
     env = os.environ if env is None else env
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    backends: list[str] | None = None
     try:
-        from xcompat.devices import available_backends  # type: ignore[attr-defined]
+        from xcompat.devices import available_backends, probe_backend
     except ImportError:
-        available_backends = None
-    if available_backends is not None:
-        try:
-            backends = [getattr(b, "name", b) for b in available_backends()]
-        except Exception:  # a broken probe must not stop the tests from running on CPU
-            backends = None
-        if backends is not None and not any(b in ("cuda", "rocm") for b in backends):
-            return ("mps", 1) if "mps" in backends else ("cpu", 0)
+        return _detect_with_torch()
+    names = available_backends(env)
+    for backend in ("cuda", "rocm"):
+        if backend in names:
+            details = probe_backend(backend, env).details
+            count = details.get("visible_devices") or len(details.get("devices") or ()) or 1
+            return backend, int(count)
+    return ("mps", 1) if "mps" in names else ("cpu", 0)
+
+
+def _detect_with_torch() -> tuple[str, int]:
+    """Fallback when xcompat.devices is not installed: torch's NVML-based count."""
     try:
         import torch
     except ImportError:

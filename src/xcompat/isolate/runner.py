@@ -493,21 +493,23 @@ class IsolatedRunner:
             self._store(record)
             self._report_crash(config, current, longrepr, duration)
         elif os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0):
-            # Died outside any test (between teardown and the next start): keep its words.
+            # Died outside any test. Before the first test: the process could not start, and
+            # would fail the same way for every test of the group. Between tests: blame the next.
             unfinished = [i for i in child.items if i.nodeid not in child.finished]
-            if unfinished:
-                first = unfinished[0]
-                text = _read_from(child.out_path, 0) + _read_from(child.crash_path, 0)
+            blamed = unfinished if not child.finished else unfinished[:1]
+            text = _read_from(child.out_path, 0) + _read_from(child.crash_path, 0)
+            for item in blamed:
                 self._store(
                     TestRecord(
-                        nodeid=first.nodeid,
+                        nodeid=item.nodeid,
                         outcome="error",
                         device=self.slots[child.slot].label,
-                        message="test process failed before the test started",
+                        message=f"test process failed outside the test (status {status})",
                         longrepr=text,
+                        output_tail=text,
                     )
                 )
-                child.finished.add(first.nodeid)
+                child.finished.add(item.nodeid)
         started = child.finished | ({current.nodeid} if current else set())
         for path in (child.out_path, child.crash_path):
             try:

@@ -97,7 +97,7 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
             timeout_s=options.timeout_s,
             leak_kinds=options.leak_kinds,
             leak_policy=options.leak_policy,
-            args=tuple(args),
+            args=tuple(options.pytest_args),
         )
     else:
         from xcompat.isolate.runner import IsolatedRunner

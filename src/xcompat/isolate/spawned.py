@@ -35,7 +35,7 @@ class SpawnRunner(IsolatedRunner):
         fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=self._tmp)
         os.close(fd)
         read_fd, write_fd = os.pipe()
-        options = [a for a in self.args if a.startswith("-")]
+        options = list(self.args)
         cmd = [
             sys.executable,
             "-m",

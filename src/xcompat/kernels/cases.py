@@ -145,6 +145,8 @@ def _scatter_cases() -> Iterator[Case]:
     # heavy contention: 200k updates into 1 or 4 bins; integer weights must sum exactly
     for name, shape, bins in (
         ("empty", (0,), 3),
+        ("scalar-0d", (), 2),
+        ("one", (1,), 3),
         ("one-bin-200000", (200000,), 1),
         ("four-bins-200000", (200000,), 4),
         ("spread-1031-bins", (50000,), 1031),
@@ -246,11 +248,8 @@ def make_inputs(case: Case, device: str) -> list[Any]:
     rng = np.random.default_rng(case.seed)
     dtype = getattr(torch, case.dtype)
     if case.kernel == "scatter_add":
-        n = case.shape[0]
-        if case.name.startswith("one-bin") or case.name.startswith("four-bins"):
-            idx = rng.integers(0, case.bins, n)
-        else:
-            idx = rng.integers(0, case.bins, n)
+        n = int(np.prod(case.shape)) if case.shape else 1
+        idx = rng.integers(0, case.bins, n).reshape(case.shape)
         w = draw_values(case, case.shape, rng)
         return [torch.from_numpy(idx.astype(np.int64)).to(device), torch.from_numpy(w).to(torch.float32).to(device)]
     arity = ARITY.get(case.kernel, 1)

@@ -60,13 +60,17 @@ def read_matrix_bytes(path: str | Path) -> bytes:
         with open(path, "rb") as fh:
             data = fh.read(MAX_MATRIX_BYTES + 1)
     except FileNotFoundError:
-        raise InputError("matrix file not found", file=path, hint="pass the path of .xcompat/matrix.yml") from None
+        raise InputError(
+            "matrix file not found", file=path, hint="pass the path of .xcompat/matrix.yml"
+        ) from None
     except IsADirectoryError:
         raise InputError("is a folder, not a matrix file", file=path) from None
     except PermissionError:
         raise InputError("cannot read the file (permission denied)", file=path) from None
     if len(data) > MAX_MATRIX_BYTES:
-        raise InputError(f"file is larger than {MAX_MATRIX_BYTES} bytes; a matrix file is not that big", file=path)
+        raise InputError(
+            f"file is larger than {MAX_MATRIX_BYTES} bytes; a matrix file is not that big", file=path
+        )
     return data
 
 

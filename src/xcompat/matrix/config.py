@@ -23,7 +23,6 @@ Isolation = Literal["none", "file", "test"]
 Baseline = Literal["last-release-tag", "base-branch"]
 
 
-
 def _empty() -> Mapping[Any, Any]:
     return MappingProxyType({})
 
@@ -36,7 +35,9 @@ class PlatformSpec:
     archs: tuple[str, ...]
     policy: str | None = None  # linux: manylinux_2_28 / musllinux_1_2
     deployment_target: str | None = None  # macos: MACOSX_DEPLOYMENT_TARGET
-    runs_on: Mapping[str, tuple[str, ...]] = field(default_factory=_empty)  # arch -> runner labels (defaults filled in)
+    runs_on: Mapping[str, tuple[str, ...]] = field(
+        default_factory=_empty
+    )  # arch -> runner labels (defaults filled in)
 
     def labels(self, arch: str) -> tuple[str, ...]:
         return self.runs_on.get(arch) or D.DEFAULT_RUNNERS.get((self.name, arch), ())
@@ -214,7 +215,9 @@ class _Checker:
     def __init__(self, loaded: LoadedYaml):
         self.loaded = loaded
 
-    def fail(self, path: tuple[Any, ...], message: str, hint: str | None = None, *, key: bool = False) -> InputError:
+    def fail(
+        self, path: tuple[Any, ...], message: str, hint: str | None = None, *, key: bool = False
+    ) -> InputError:
         mark = self.loaded.mark_for(path, key=key)
         return InputError(
             f"{json_path(path)}: {message}",
@@ -233,12 +236,14 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
     pythons = tuple(doc["python"])
     for i, py in enumerate(pythons):
         if py.endswith("t") and _python_tuple(py) < D.FREE_THREADED_SINCE:
-            raise chk.fail(("python", i), f"free-threaded builds start at 3.13, not {py}", "remove the trailing t")
+            raise chk.fail(
+                ("python", i), f"free-threaded builds start at 3.13, not {py}", "remove the trailing t"
+            )
 
     platforms: list[PlatformSpec] = []
     for name, spec in doc["platforms"].items():
         archs = tuple(spec["archs"])
-        runs_on = {}
+        arch_labels: dict[str, tuple[str, ...]] = {}
         for arch, labels in spec.get("runs-on", {}).items():
             if arch not in archs:
                 raise chk.fail(
@@ -247,16 +252,18 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
                     did_you_mean(arch, archs) or f"archs here: {', '.join(archs)}",
                     key=True,
                 )
-            runs_on[arch] = _labels(labels)
+            arch_labels[arch] = _labels(labels)
         platforms.append(
             PlatformSpec(
                 name=name,
                 archs=archs,
                 policy=spec.get("policy", D.DEFAULT_LINUX_POLICY) if name == "linux" else None,
                 deployment_target=(
-                    spec.get("deployment-target", D.DEFAULT_MACOS_DEPLOYMENT_TARGET) if name == "macos" else None
+                    spec.get("deployment-target", D.DEFAULT_MACOS_DEPLOYMENT_TARGET)
+                    if name == "macos"
+                    else None
                 ),
-                runs_on=MappingProxyType(runs_on),
+                runs_on=MappingProxyType(arch_labels),
             )
         )
     configured = {(p.name, a) for p in platforms for a in p.archs}
@@ -309,7 +316,8 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
             raise chk.fail(
                 ("backends", name),
                 f"backend {name!r} has no configured platform/arch to run on",
-                f"{name} runs on: " + ", ".join(
+                f"{name} runs on: "
+                + ", ".join(
                     f"{p} ({', '.join(sorted(D.BACKEND_SUPPORT[name][p] or ['any arch']))})" for p in where
                 ),
                 key=True,
@@ -334,7 +342,11 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
                     did_you_mean(fw, list(frameworks)),
                     key=True,
                 )
-        for field_name, known in (("backend", backend_names), ("platform", platform_names), ("python", pythons)):
+        for field_name, known in (
+            ("backend", backend_names),
+            ("platform", platform_names),
+            ("python", pythons),
+        ):
             for value in sorted(_one_or_many(rule.get(field_name)) or ()):
                 if value not in known:
                     raise chk.fail(

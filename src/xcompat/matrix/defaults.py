@@ -30,7 +30,9 @@ DEFAULT_RUNNERS: MappingProxyType[tuple[str, str], tuple[str, ...]] = MappingPro
 BACKEND_SUPPORT: MappingProxyType[str, MappingProxyType[str, frozenset[str] | None]] = MappingProxyType(
     {
         "cpu": MappingProxyType({"linux": None, "macos": None, "windows": None}),
-        "cuda": MappingProxyType({"linux": frozenset({"x86_64", "aarch64"}), "windows": frozenset({"AMD64"})}),
+        "cuda": MappingProxyType(
+            {"linux": frozenset({"x86_64", "aarch64"}), "windows": frozenset({"AMD64"})}
+        ),
         "rocm": MappingProxyType({"linux": frozenset({"x86_64"})}),
         "mps": MappingProxyType({"macos": frozenset({"arm64"})}),
     }
@@ -63,12 +65,20 @@ RESERVED_FRAMEWORK_NAMES = frozenset({"python", "platform", "arch", "backend", "
 CIBUILDWHEEL_RULES: MappingProxyType[int, MappingProxyType[str, object]] = MappingProxyType(
     {
         3: MappingProxyType(
-            {"min_python": (3, 8), "free_threaded_min": (3, 13), "free_threaded_default": (3, 14),
-             "free_threaded_enable": "cpython-freethreading"}
+            {
+                "min_python": (3, 8),
+                "free_threaded_min": (3, 13),
+                "free_threaded_default": (3, 14),
+                "free_threaded_enable": "cpython-freethreading",
+            }
         ),
         4: MappingProxyType(
-            {"min_python": (3, 9), "free_threaded_min": (3, 14), "free_threaded_default": (3, 14),
-             "free_threaded_enable": None}
+            {
+                "min_python": (3, 9),
+                "free_threaded_min": (3, 14),
+                "free_threaded_default": (3, 14),
+                "free_threaded_enable": None,
+            }
         ),
     }
 )

@@ -89,8 +89,13 @@ def expand(matrix: Matrix) -> list[Cell]:
                     for python in matrix.pythons:
                         for fws in combos:
                             cell = _make_cell(
-                                matrix, backend, python=python, platform=plat.name, arch=arch,
-                                toolkit=toolkit, frameworks=fws,
+                                matrix,
+                                backend,
+                                python=python,
+                                platform=plat.name,
+                                arch=arch,
+                                toolkit=toolkit,
+                                frameworks=fws,
                             )
                             if any(rule.matches(cell) for rule in matrix.exclude):
                                 continue
@@ -106,8 +111,15 @@ def _include_cell(matrix: Matrix, inc: IncludeCell) -> Cell:
     assert backend is not None  # checked when the matrix was loaded
     toolkit = inc.toolkit if inc.toolkit is not None else (backend.toolkits[0] if backend.toolkits else None)
     return _make_cell(
-        matrix, backend, python=inc.python, platform=inc.platform, arch=inc.arch, toolkit=toolkit,
-        frameworks=inc.frameworks, required=inc.required, runs_on=inc.runs_on,
+        matrix,
+        backend,
+        python=inc.python,
+        platform=inc.platform,
+        arch=inc.arch,
+        toolkit=toolkit,
+        frameworks=inc.frameworks,
+        required=inc.required,
+        runs_on=inc.runs_on,
     )
 
 
@@ -309,13 +321,22 @@ def cibuildwheel_selectors(
             if ident in ids or any(u["identifier"] == ident for u in unsupported):
                 continue
             if _py(c.python) < rules["min_python"]:  # type: ignore[operator]
-                unsupported.append({"identifier": ident, "reason": f"cibuildwheel {major}.x does not build "
-                                    f"Python {c.python}"})
+                unsupported.append(
+                    {
+                        "identifier": ident,
+                        "reason": f"cibuildwheel {major}.x does not build Python {c.python}",
+                    }
+                )
                 continue
             if c.free_threaded:
                 if _py(c.python) < rules["free_threaded_min"]:  # type: ignore[operator]
-                    unsupported.append({"identifier": ident, "reason": f"cibuildwheel {major}.x does not build "
-                                        f"free-threaded Python {c.python}; build it with --backend native"})
+                    unsupported.append(
+                        {
+                            "identifier": ident,
+                            "reason": f"cibuildwheel {major}.x does not build "
+                            f"free-threaded Python {c.python}; build it with --backend native",
+                        }
+                    )
                     continue
                 group = rules["free_threaded_enable"]
                 if group and _py(c.python) < rules["free_threaded_default"] and group not in enable:  # type: ignore[operator]
@@ -349,7 +370,9 @@ def cibuildwheel_selectors(
     }
 
 
-def render(fmt: str, matrix: Matrix, cells: Sequence[Cell], *, cibuildwheel_major: int | None = None) -> dict[str, Any]:
+def render(
+    fmt: str, matrix: Matrix, cells: Sequence[Cell], *, cibuildwheel_major: int | None = None
+) -> dict[str, Any]:
     """The plan document in one of ``FORMATS``."""
     if fmt == "json":
         return plan_document(matrix, cells)

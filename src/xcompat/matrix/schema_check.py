@@ -18,15 +18,29 @@ from xcompat.matrix.yamlload import LoadedYaml, Mark
 
 
 @cache
-def _validator() -> Any:
-    import jsonschema
-
+def _schema() -> dict[str, Any]:
     from xcompat.resources import schema_path
 
     with open(schema_path("matrix"), encoding="utf-8") as fh:
-        schema = json.load(fh)
+        return json.load(fh)
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema
+
+    schema = _schema()
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _fast_valid(data: Any) -> bool:
+    from xcompat.matrix.fastschema import FastChecker, Unsupported
+
+    try:
+        return FastChecker(_schema()).valid(data)
+    except Unsupported:
+        return False
 
 
 def json_path(path: Any) -> str:
@@ -84,7 +98,9 @@ def _explain(error: Any, loaded: LoadedYaml) -> _Explained:
             hint = did_you_mean(key, allowed)
             if hint is None and allowed:
                 hint = "allowed keys: " + ", ".join(sorted(allowed))
-            return _Explained(f"unknown key {key!r}", path + (key,), loaded.mark_for(path + (key,), key=True), hint)
+            return _Explained(
+                f"unknown key {key!r}", path + (key,), loaded.mark_for(path + (key,), key=True), hint
+            )
     mark = loaded.mark_for(path)
     if validator in ("enum", "const"):
         choices = error.validator_value if validator == "enum" else [error.validator_value]
@@ -98,12 +114,16 @@ def _explain(error: Any, loaded: LoadedYaml) -> _Explained:
             hint = (
                 "quote version numbers: YAML reads 3.10 as the number 3.1"
                 if isinstance(instance, float)
-                else f"quote it: \"{instance}\""
+                else f'quote it: "{instance}"'
             )
             return _Explained(f"expected a string, got the number {instance!r}", path, mark, hint)
     if validator == "type" and isinstance(instance, str) and error.validator_value in ("integer", "number"):
-        return _Explained(f"expected a number, got the string {json.dumps(instance)}", path, mark,
-                          "remove the quotes" if instance.strip().lstrip("-").replace(".", "", 1).isdigit() else None)
+        return _Explained(
+            f"expected a number, got the string {json.dumps(instance)}",
+            path,
+            mark,
+            "remove the quotes" if instance.strip().lstrip("-").replace(".", "", 1).isdigit() else None,
+        )
     if validator == "required":
         missing = [k for k in error.validator_value if isinstance(instance, dict) and k not in instance]
         if missing:
@@ -114,7 +134,9 @@ def _explain(error: Any, loaded: LoadedYaml) -> _Explained:
         inner = _explain(best, loaded)
         return inner
     if validator == "pattern":
-        return _Explained(f"{json.dumps(instance)} does not have the expected form", path, mark, _pattern_hint(path))
+        return _Explained(
+            f"{json.dumps(instance)} does not have the expected form", path, mark, _pattern_hint(path)
+        )
     return _Explained(error.message, path, mark, None)
 
 
@@ -136,8 +158,11 @@ def _pattern_hint(path: tuple[Any, ...]) -> str | None:
 
 
 def validate_matrix_document(loaded: LoadedYaml) -> None:
-    """Raise ``InputError`` naming YAML line, JSON path and a suggestion for the best-matching error."""
-    import jsonschema
+    """Raise ``InputError`` naming YAML line, JSON path and a suggestion for the best-matching error.
+
+    Valid documents are recognised by ``fastschema`` without importing ``jsonschema``;
+    only an invalid one pays for ``jsonschema`` and its best-match explanation.
+    """
 
     data = loaded.data
     if not isinstance(data, dict):
@@ -149,12 +174,18 @@ def validate_matrix_document(loaded: LoadedYaml) -> None:
             column=1,
             hint="start from examples/sample-ext/.xcompat/matrix.yml",
         )
+    if _fast_valid(data):
+        return
+    import jsonschema
+
     errors = list(_validator().iter_errors(data))
     if not errors:
         return
     best = jsonschema.exceptions.best_match(errors)
     explained = _explain(best, loaded)
-    others = [_explain(e, loaded) for e in sorted(errors, key=jsonschema.exceptions.relevance) if e is not best]
+    others = [
+        _explain(e, loaded) for e in sorted(errors, key=jsonschema.exceptions.relevance) if e is not best
+    ]
     details = []
     if others:
         details.append(f"{len(others)} other error{'s' if len(others) > 1 else ''}:")

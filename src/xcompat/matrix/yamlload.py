@@ -90,8 +90,7 @@ def load_yaml(content: str | bytes, *, source: str | None = None) -> LoadedYaml:
             ) from None
     else:
         text = content
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     loader = _loader_class()(text)
     try:
         try:
@@ -99,7 +98,10 @@ def load_yaml(content: str | bytes, *, source: str | None = None) -> LoadedYaml:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             problem = exc.problem or exc.context or "invalid YAML"
-            if "expected a single document" in str(exc.context or "") or "expected a single document" in problem:
+            if (
+                "expected a single document" in str(exc.context or "")
+                or "expected a single document" in problem
+            ):
                 problem = "more than one YAML document (---) in the file; a matrix is a single document"
             raise InputError(
                 f"YAML syntax error: {problem}",
@@ -149,9 +151,16 @@ class _Builder:
             )
         self.seen.add(id(node))
         self.marks[path] = _mark(node)
-        allowed = _MAP_TAG if isinstance(node, yaml.MappingNode) else _SEQ_TAG if isinstance(
-            node, yaml.SequenceNode) else None
-        if (allowed is not None and node.tag != allowed) or (allowed is None and node.tag not in _SCALAR_TAGS):
+        allowed = (
+            _MAP_TAG
+            if isinstance(node, yaml.MappingNode)
+            else _SEQ_TAG
+            if isinstance(node, yaml.SequenceNode)
+            else None
+        )
+        if (allowed is not None and node.tag != allowed) or (
+            allowed is None and node.tag not in _SCALAR_TAGS
+        ):
             raise self.fail(
                 f"YAML tag {node.tag!r} is not allowed in a matrix file",
                 node,

@@ -214,17 +214,55 @@ def _kernel_failures(result: StageResult, required: bool) -> list[Failure]:
             continue
         status = _text(item.get("status")) or _text(item.get("outcome"))
         if status in ("failed", "crashed", "error", "mismatch", "timeout"):
+            # Conformance cases that failed: id, error sizes and the stage's own detail.
+            lines = []
+            for case in _list(item.get("cases")):
+                if isinstance(case, dict) and case.get("status") == "failed":
+                    errs = [f"{k}={case[k]:.3g}" for k in ("max_abs_err", "max_rel_err") if _float(case.get(k)) is not None]
+                    mism = f"{case['mismatches']} mismatches" if _int(case.get("mismatches")) else ""
+                    lines.append(" ".join(filter(None, [_text(case.get("id")) or "?", mism, *errs, _text(case.get("detail"))])))
+            message = _text(item.get("message")) or _text(item.get("error"))
+            if not message and lines:
+                message = f"{len(lines)} case(s) failed"
             out.append(
                 Failure(
                     cell_id=result.cell_id,
                     kind=result.kind,
                     name=_text(item.get("name")) or _text(item.get("kernel")) or "?",
                     outcome=status,
-                    message=" ".join((_text(item.get("message")) or _text(item.get("error"))).split())[:500],
-                    log_tail=_tail_of(item),
+                    message=" ".join(message.split())[:500],
+                    log_tail=_tail_of(item) or log_tail("\n".join(lines)),
                     required=required,
                 )
             )
+    return out
+
+
+def _lines(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "\n".join(v for v in _list(value) if isinstance(v, str))
+
+
+def _expand_multi_cell(result: StageResult) -> list[StageResult]:
+    """A build result may cover several cells (``cells[]`` with their own status): one result per cell."""
+    entries = [e for e in _list(result.data.get("cells")) if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    if result.kind != "build" or result.cell_id is not None or not entries:
+        return [result]
+    errors = [e for e in _list(result.data.get("errors")) if isinstance(e, dict)]
+    out = []
+    for entry in entries:
+        status = _text(entry.get("status")) or result.status
+        mine = [e for e in errors if e.get("cell_id") == entry["id"]]
+        data: dict[str, Any] = {"version": 1, "kind": "build", "cell_id": entry["id"], "status": status}
+        if mine:
+            data["log_tail"] = "\n".join(_lines(e.get("log_tail")) or _text(e.get("message")) for e in mine)
+        summary = _text(entry.get("reason")) or (_text(mine[0].get("message")) if mine else f"build {status}")
+        out.append(StageResult(kind="build", cell_id=entry["id"], status=status, summary=" ".join(summary.split()), source=result.source, data=data))
+    stray = [e for e in errors if not isinstance(e.get("cell_id"), str)]
+    if stray:
+        data = {"log_tail": "\n".join(_lines(e.get("log_tail")) for e in stray)}
+        out.append(StageResult(kind="build", cell_id=None, status="failed", summary=_text(stray[0].get("message")) or result.summary, source=result.source, data=data))
     return out
 
 
@@ -329,10 +367,8 @@ def _coverage(result: StageResult) -> CoverageSection:
 def _as_results(results: Iterable[StageResult | Mapping[str, Any]]) -> list[StageResult]:
     out = []
     for index, item in enumerate(results):
-        if isinstance(item, StageResult):
-            out.append(item)
-        else:
-            out.append(parse_result(dict(item), f"<result {index}>"))
+        result = item if isinstance(item, StageResult) else parse_result(dict(item), f"<result {index}>")
+        out.extend(_expand_multi_cell(result))
     return out
 
 

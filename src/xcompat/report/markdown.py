@@ -25,7 +25,8 @@ from xcompat.report.model import (
 
 CONCLUSION_SYMBOL = {"success": "✅", "failure": "❌", "neutral": "⚪"}
 MAX_PROBLEMS_LISTED = 20
-FULL_FAILURES = 30  # failures shown with their log tails
+FULL_FAILURES = 30  # failures shown with their log tails where room is tight
+MANY_FULL_FAILURES = 500  # ... and where it is not
 TABLE_ROWS = 200  # rows of a table before the rest is folded into a count
 
 
@@ -184,42 +185,35 @@ def failures_section(report: Report) -> Section:
     if not failures:
         return Section(key="failures", priority=2, renditions=("",))
     title = f"### Failures ({len(failures)})"
-    full = [title]
-    for f in failures[:FULL_FAILURES]:
-        full.append("")
-        full.append(_failure_full(f))
+    header = ["Outcome", "Test / stage", "Cell", "Message"]
     rows = [
-        [
-            status_label(f.outcome),
-            code(f.name),
-            code(f.cell_id) if f.cell_id else "—",
-            inline(f.message)[:300],
-        ]
+        [status_label(f.outcome), code(f.name), code(f.cell_id) if f.cell_id else "—", inline(f.message[:300])]
         for f in failures
     ]
-    table_all = _table(["Outcome", "Test / stage", "Cell", "Message"], rows[:TABLE_ROWS])
-    if len(failures) > FULL_FAILURES:
-        full.append("")
-        full.append(
-            _table(["Outcome", "Test / stage", "Cell", "Message"], rows[FULL_FAILURES : FULL_FAILURES + TABLE_ROWS])
-        )
-    if len(failures) > FULL_FAILURES + TABLE_ROWS:
-        full.append(_more(len(failures) - FULL_FAILURES - TABLE_ROWS, "failures", report))
-    short = [title, "", table_all]
-    if len(failures) > TABLE_ROWS:
-        short.append(_more(len(failures) - TABLE_ROWS, "failures", report))
-    first = _table(["Outcome", "Test / stage", "Cell", "Message"], rows[:20])
-    tiny = [title, "", first] + ([_more(len(failures) - 20, "failures", report)] if len(failures) > 20 else [])
-    return Section(
-        key="failures",
-        priority=2,
-        renditions=(
-            "\n".join(full),
-            "\n".join(short),
-            "\n".join(tiny),
-            folded_stub("Failures", f"{len(failures)}", report),
-        ),
-    )
+
+    def with_tails(n: int) -> str:
+        """The first ``n`` failures with their log tails, then a table of the next ones."""
+        parts = [title]
+        for f in failures[:n]:
+            parts += ["", _failure_full(f)]
+        rest = rows[n : n + TABLE_ROWS]
+        if rest:
+            parts += ["", _table(header, rest)]
+        if len(failures) > n + TABLE_ROWS:
+            parts += ["", _more(len(failures) - n - TABLE_ROWS, "failures", report)]
+        return "\n".join(parts)
+
+    def table_only(n: int) -> str:
+        parts = [title, "", _table(header, rows[:n])]
+        if len(failures) > n:
+            parts += ["", _more(len(failures) - n, "failures", report)]
+        return "\n".join(parts)
+
+    # Larger counts fit the large channels (job summary, GitLab note); the budget picks.
+    counts = [n for n in (MANY_FULL_FAILURES, 150) if len(failures) > n // 3] + [FULL_FAILURES, 5]
+    renditions = [with_tails(n) for n in counts] + [table_only(TABLE_ROWS), table_only(20)]
+    renditions.append(folded_stub("Failures", f"{len(failures)}", report))
+    return Section(key="failures", priority=2, renditions=tuple(renditions))
 
 
 def _abi_rows(findings: Sequence[AbiFinding]) -> list[list[str]]:

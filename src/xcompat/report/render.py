@@ -30,13 +30,21 @@ def _resolve_budget(budget: int | str | Channel | None) -> Channel | None:
     raise UsageError(f"invalid budget {budget!r}: expected a channel name or a positive size")
 
 
-def render(report: Report, fmt: str = "markdown", budget: int | str | Channel | None = None, *, marker_key: str | None = None) -> str:
+def render(
+    report: Report,
+    fmt: str = "markdown",
+    budget: int | str | Channel | None = None,
+    *,
+    marker_key: str | None = None,
+    include: tuple[str, ...] | None = None,
+) -> str:
     """Render ``report`` as markdown, text, json or html.
 
     ``budget`` (markdown and text only) is a channel name from ``channels.json``
     (``pr_comment``, ``check_run_summary``, ``job_summary``, ``gitlab_note``...), a
     character count, or a ``Channel``: the result never exceeds it; whole sections
-    are folded instead.
+    are folded instead. ``include`` limits Markdown to some sections (``header``,
+    ``grid``, ``failures``, ``abi``, ``coverage``, ``cells``, ``other``).
     """
     channel = _resolve_budget(budget)
     if fmt == "markdown":
@@ -44,7 +52,7 @@ def render(report: Report, fmt: str = "markdown", budget: int | str | Channel | 
 
         note = "_Report cut to fit; see the full report artifact._"
         mark = marker(marker_key) if marker_key is not None else ""
-        return fit_sections(sections(report, marker=mark), channel, overflow_note=note).text
+        return fit_sections(sections(report, marker=mark, include=include), channel, overflow_note=note).text
     if fmt == "text":
         from xcompat.report.text import text_sections
 

@@ -63,7 +63,7 @@ def match_pattern_list(text: str, patterns: str) -> bool:
 
 def parse_time(value: str) -> _dt.datetime:
     """``YYYYMMDD[HHMM[SS]][Z]`` -> aware datetime (local time without ``Z``, as OpenSSH)."""
-    utc = value.endswith("Z") or value.endswith("z")
+    utc = value.endswith(("Z", "z"))
     digits = value[:-1] if utc else value
     if not digits.isdigit() or len(digits) not in (8, 12, 14):
         raise ValueError(f"time {value!r} is not YYYYMMDD[HHMM[SS]][Z]")
@@ -96,7 +96,7 @@ def _parse_options(text: str) -> dict[str, str | None]:
     while i < len(text):
         m = re.match(r'([A-Za-z-]+)(?:="((?:[^"\\]|\\.)*)"|=([^,"\s]*))?', text[i:])
         if not m or not m.group(0):
-            raise ValueError(f"cannot parse options near {text[i:i + 20]!r}")
+            raise ValueError(f"cannot parse options near {text[i : i + 20]!r}")
         name = m.group(1).lower()
         value = m.group(2) if m.group(2) is not None else m.group(3)
         if name in options:
@@ -137,20 +137,25 @@ def parse_allowed_signers(text: str, *, source: str = "allowed_signers") -> list
             for name in ("namespaces", "valid-after", "valid-before"):
                 if name in options and options[name] is None:
                     raise ValueError(f"option {name!r} needs a value")
+            after_text, before_text = options.get("valid-after"), options.get("valid-before")
             entries.append(
                 AllowedSigner(
                     principals=principals,
                     key=key,
                     namespaces=options.get("namespaces"),
-                    valid_after=parse_time(options["valid-after"]) if options.get("valid-after") else None,
-                    valid_before=parse_time(options["valid-before"]) if options.get("valid-before") else None,
+                    valid_after=parse_time(after_text) if after_text else None,
+                    valid_before=parse_time(before_text) if before_text else None,
                     cert_authority="cert-authority" in options,
                     line=lineno,
                 )
             )
         except (ValueError, WireError) as exc:
-            raise InputError(f"bad allowed_signers line: {exc}", file=source, line=lineno,
-                             hint="format: principals [namespaces=\"...\",valid-before=\"YYYYMMDDZ\"] keytype base64") from None
+            raise InputError(
+                f"bad allowed_signers line: {exc}",
+                file=source,
+                line=lineno,
+                hint='format: principals [namespaces="...",valid-before="YYYYMMDDZ"] keytype base64',
+            ) from None
     return entries
 
 
@@ -175,7 +180,9 @@ def find_signer(
             reasons.append(f"{where} is a cert-authority entry, which only vouches for certificates")
             continue
         if entry.namespaces is not None and not match_pattern_list(namespace, entry.namespaces):
-            reasons.append(f"{where} does not allow namespace {namespace!r} (namespaces=\"{entry.namespaces}\")")
+            reasons.append(
+                f'{where} does not allow namespace {namespace!r} (namespaces="{entry.namespaces}")'
+            )
             continue
         if entry.valid_after is not None and now < entry.valid_after:
             reasons.append(f"{where} is not valid before {entry.valid_after.isoformat()}")
@@ -211,7 +218,9 @@ def parse_revoked(data: bytes, *, source: str = "revoked_keys") -> RevokedKeys:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError("revoked-keys file is neither public keys (text) nor an OpenSSH KRL", file=source) from None
+        raise InputError(
+            "revoked-keys file is neither public keys (text) nor an OpenSSH KRL", file=source
+        ) from None
     blobs = set()
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()

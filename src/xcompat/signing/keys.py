@@ -87,7 +87,7 @@ class PublicKey:
             return "ECDSA"
         if "ed25519" in kt:
             return "ED25519"
-        if kt.startswith("ssh-rsa") or kt.startswith("rsa"):
+        if kt.startswith(("ssh-rsa", "rsa")):
             return "RSA"
         if kt == "ssh-dss":
             return "DSA"
@@ -147,8 +147,14 @@ def parse_public_key_blob(blob: bytes, *, comment: str = "", strict: bool = True
         application = r.text("FIDO application")
     if strict:
         r.end()
-    return PublicKey(key_type=key_type, blob=bytes(blob), comment=comment, curve=curve, point=point,
-                     application=application)
+    return PublicKey(
+        key_type=key_type,
+        blob=bytes(blob),
+        comment=comment,
+        curve=curve,
+        point=point,
+        application=application,
+    )
 
 
 def decode_base64(text: str, what: str) -> bytes:
@@ -175,6 +181,8 @@ def public_key_from_crypto(key: Any, comment: str = "") -> PublicKey:
     """An ``ecdsa-sha2-nistp*`` PublicKey from a ``cryptography`` EC public key."""
     from cryptography.hazmat.primitives import serialization
 
-    line = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode("ascii")
+    line = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode(
+        "ascii"
+    )
     pk = parse_public_key_line(line)
     return PublicKey(pk.key_type, pk.blob, comment, pk.curve, pk.point, pk.application)

@@ -13,12 +13,19 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
 from xcompat.matrix import load_matrix, read_matrix_bytes
 from xcompat.signing import ssh_keygen
 from xcompat.signing.keys import PublicKey, parse_public_key_line, refusal_for_key_type
-from xcompat.signing.sshsig import HASH_ALGORITHMS, NAMESPACE, check_signature, parse_signature, sign_with_private_key
+from xcompat.signing.sshsig import (
+    HASH_ALGORITHMS,
+    NAMESPACE,
+    check_signature,
+    parse_signature,
+    sign_with_private_key,
+)
 from xcompat.signing.wire import WireError
 
 PASSPHRASE_ENV = "XCOMPAT_SIGNING_KEY_PASSPHRASE"
@@ -47,12 +54,16 @@ def set_serial(data: bytes, serial: int, *, source: str | None = None) -> bytes:
     line = lines[mark.line - 1]
     # Columns count characters; convert to a byte offset on this line.
     prefix = line.decode("utf-8")[: mark.column - 1].encode("utf-8")
-    rest = line[len(prefix):]
+    rest = line[len(prefix) :]
     m = re.match(rb"[0-9A-Za-z_+]+", rest)
     if not m:
-        raise InputError("cannot rewrite the serial value in place", file=source, line=mark.line,
-                         hint="write it as a plain integer: serial: 7")
-    lines[mark.line - 1] = prefix + str(serial).encode("ascii") + rest[m.end():]
+        raise InputError(
+            "cannot rewrite the serial value in place",
+            file=source,
+            line=mark.line,
+            hint="write it as a plain integer: serial: 7",
+        )
+    lines[mark.line - 1] = prefix + str(serial).encode("ascii") + rest[m.end() :]
     return b"\n".join(lines)
 
 
@@ -91,10 +102,12 @@ def signing_public_key(key: Path) -> PublicKey:
         from xcompat.signing.keys import public_key_from_crypto
 
         return public_key_from_crypto(private.public_key())
-    raise InputError("signing key not found", file=str(key), hint="pass a private key file, or KEY.pub for an agent key")
+    raise InputError(
+        "signing key not found", file=str(key), hint="pass a private key file, or KEY.pub for an agent key"
+    )
 
 
-def _load_private_key(key: Path) -> object:
+def _load_private_key(key: Path) -> Any:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
@@ -150,7 +163,9 @@ def sign_matrix(
     if method == "auto":
         method = "ssh-keygen" if exe else "python"
     if method == "ssh-keygen":
-        armored = ssh_keygen.sign(new_data, key, namespace=NAMESPACE, hash_algorithm=hash_algorithm, ssh_keygen=exe)
+        armored = ssh_keygen.sign(
+            new_data, key, namespace=NAMESPACE, hash_algorithm=hash_algorithm, ssh_keygen=exe
+        )
     elif method == "python":
         if key.suffix == ".pub":
             raise UnavailableError(

@@ -25,17 +25,28 @@ def find_ssh_keygen(env: dict[str, str] | None = None) -> str | None:
     return shutil.which("ssh-keygen", path=env.get("PATH"))
 
 
-def sign(message: bytes, key: str | Path, *, namespace: str, hash_algorithm: str = "sha512",
-         ssh_keygen: str | None = None, timeout: float = 300) -> str:
+def sign(
+    message: bytes,
+    key: str | Path,
+    *,
+    namespace: str,
+    hash_algorithm: str = "sha512",
+    ssh_keygen: str | None = None,
+    timeout: float = 300,
+) -> str:
     """Armored signature of ``message`` made by ``ssh-keygen -Y sign`` (message on stdin)."""
     exe = ssh_keygen or find_ssh_keygen()
     if exe is None:
-        raise UnavailableError("ssh-keygen is not installed", hint="install openssh-client, or sign with a key file")
+        raise UnavailableError(
+            "ssh-keygen is not installed", hint="install openssh-client, or sign with a key file"
+        )
     cmd = [exe, "-q", "-Y", "sign", "-n", namespace, "-f", str(key), "-O", f"hashalg={hash_algorithm}"]
     try:
         proc = subprocess.run(cmd, input=message, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise ToolError(f"ssh-keygen -Y sign did not finish within {timeout:.0f} s (waiting for a passphrase or a touch?)") from None
+        raise ToolError(
+            f"ssh-keygen -Y sign did not finish within {timeout:.0f} s (waiting for a passphrase or a touch?)"
+        ) from None
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ToolError(
@@ -58,7 +69,9 @@ def key_revoked_in_krl(krl: bytes, key: PublicKey, *, ssh_keygen: str | None = N
         pub_path = Path(tmp) / "key.pub"
         krl_path.write_bytes(krl)
         pub_path.write_text(key.openssh_line() + "\n")
-        proc = subprocess.run([exe, "-Q", "-f", str(krl_path), str(pub_path)], capture_output=True, check=False)
+        proc = subprocess.run(
+            [exe, "-Q", "-f", str(krl_path), str(pub_path)], capture_output=True, check=False
+        )
     out = proc.stdout.decode("utf-8", "replace")
     if "REVOKED" in out:
         return True

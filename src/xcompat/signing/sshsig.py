@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcompat.signing import wire
-from xcompat.signing.keys import ACCEPTED_KEY_TYPES, SK_ECDSA, PublicKey, parse_public_key_blob, refusal_for_key_type
+from xcompat.signing.keys import (
+    ACCEPTED_KEY_TYPES,
+    SK_ECDSA,
+    PublicKey,
+    parse_public_key_blob,
+    refusal_for_key_type,
+)
 from xcompat.signing.wire import Reader, WireError
 
 NAMESPACE = "xcompat-matrix-v1"
@@ -65,7 +71,9 @@ def dearmor(text: bytes | str) -> bytes:
         try:
             text = text.decode("ascii")
         except UnicodeDecodeError:
-            raise SignatureFormatError("signature file is not ASCII text (expected an armored SSH signature)") from None
+            raise SignatureFormatError(
+                "signature file is not ASCII text (expected an armored SSH signature)"
+            ) from None
     lines = [ln.strip() for ln in text.strip().splitlines()]
     if not lines or lines[0] != ARMOR_BEGIN:
         raise SignatureFormatError(f"signature does not start with {ARMOR_BEGIN}")
@@ -229,7 +237,9 @@ def sign_with_private_key(
             "(security keys and agent keys sign through ssh-keygen)"
         )
     if hash_algorithm not in HASH_ALGORITHMS:
-        raise SignatureFormatError(f"hash algorithm {hash_algorithm!r} is not accepted (use sha256 or sha512)")
+        raise SignatureFormatError(
+            f"hash algorithm {hash_algorithm!r} is not accepted (use sha256 or sha512)"
+        )
     pub = public_key_from_crypto(private_key.public_key())
     data = signed_data(message, namespace, hash_algorithm)
     der = private_key.sign(data, ec.ECDSA(_hash_for(pub.key_type)))

@@ -49,7 +49,9 @@ class TrustRoot:
             raise InputError(f"{rel} at {self.ref} is not a file", file=str(path))
         proc = _git(self.toplevel, "show", "--no-textconv", f"{self.commit}:{rel}")
         if proc.returncode != 0:
-            raise InputError(f"git show {self.ref}:{rel} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            raise InputError(
+                f"git show {self.ref}:{rel} failed: {proc.stderr.decode('utf-8', 'replace').strip()}"
+            )
         return proc.stdout
 
     def describe(self, path: str | Path) -> str:

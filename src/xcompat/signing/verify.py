@@ -31,7 +31,13 @@ from xcompat.signing.allowed_signers import (
     parse_allowed_signers,
     parse_revoked,
 )
-from xcompat.signing.sshsig import NAMESPACE, SK_USER_PRESENT, SignatureFormatError, check_signature, parse_signature
+from xcompat.signing.sshsig import (
+    NAMESPACE,
+    SK_USER_PRESENT,
+    SignatureFormatError,
+    check_signature,
+    parse_signature,
+)
 from xcompat.signing.trust import TrustRoot, open_trust_root
 
 # Where CI services say which repository a job runs for.
@@ -115,7 +121,9 @@ def _trusted_serial(previous: bytes, where: str) -> int:
     try:
         doc = load_yaml(previous, source=where).data
     except InputError as exc:
-        raise VerificationError(f"cannot read the serial of the trusted matrix {where}: {exc.message}") from None
+        raise VerificationError(
+            f"cannot read the serial of the trusted matrix {where}: {exc.message}"
+        ) from None
     serial = doc.get("serial") if isinstance(doc, dict) else None
     if not isinstance(serial, int) or isinstance(serial, bool):
         raise VerificationError(f"the trusted matrix {where} has no integer serial")
@@ -174,7 +182,9 @@ def verify_matrix(
                 notes.append(f"no revoked-keys file at {revoked_source}")
         previous = root.read(matrix_path)
         if previous is None:
-            notes.append(f"no matrix at {root.describe(matrix_path)}: first signed version, no rollback check")
+            notes.append(
+                f"no matrix at {root.describe(matrix_path)}: first signed version, no rollback check"
+            )
     else:
         signers_source = str(allowed_signers)
         signers_raw = _read_bytes(Path(allowed_signers), "allowed_signers", missing_is_verification=False)
@@ -190,8 +200,12 @@ def verify_matrix(
         raise InputError("allowed_signers is not UTF-8 text", file=signers_source) from None
     entries = parse_allowed_signers(signers_text, source=signers_source)
     if not entries:
-        raise VerificationError(f"allowed_signers ({signers_source}) lists no keys, so nothing can be trusted")
-    revoked_keys = parse_revoked(revoked_raw, source=revoked_source or "") if revoked_raw is not None else None
+        raise VerificationError(
+            f"allowed_signers ({signers_source}) lists no keys, so nothing can be trusted"
+        )
+    revoked_keys = (
+        parse_revoked(revoked_raw, source=revoked_source or "") if revoked_raw is not None else None
+    )
 
     # -- signature -----------------------------------------------------------------
     try:
@@ -217,7 +231,9 @@ def verify_matrix(
                 f"signing key {fp} ({sig.public_key.key_type}) is not in allowed_signers ({signers_source})",
                 hint="the signer must be enrolled in the trusted allowed_signers",
             )
-        raise VerificationError(f"signing key {fp} is not accepted by allowed_signers ({signers_source}): {match.reason}")
+        raise VerificationError(
+            f"signing key {fp} is not accepted by allowed_signers ({signers_source}): {match.reason}"
+        )
     signer = match.signer
     if principal is not None and not match_pattern_list(principal, signer.principals):
         raise VerificationError(f"signed by {signer.principals!r}, expected principal {principal!r}")

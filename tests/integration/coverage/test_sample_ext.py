@@ -50,13 +50,20 @@ def test_merged_report_names_python_c_and_cpp_files_with_plausible_coverage(samp
     doc = json.loads((sample["out"] / "coverage.json").read_text())
     validate("coverage", doc)
     files = {f["path"]: f for f in doc["files"]}
-    for path, language in (("sample_ext/__init__.py", "python"), ("csrc/core.c", "c"), ("csrc/ops.cpp", "cpp")):
+    for path, language in (("sample_ext/__init__.py", "python"), ("sample_ext/_ops_loader.py", "python"),
+                           ("csrc/core.c", "c"), ("csrc/ops.cpp", "cpp")):
         assert path in files, f"{path} missing from {sorted(files)}"
         f = files[path]
         assert f["language"] == language
-        assert 0 < f["percent"] < 100, (path, f["percent"], f["uncovered_ranges"])
-        assert f["lines_valid"] >= 5
-    assert {"python", "c", "cpp"} <= set(doc["languages"])
+        assert f["lines_valid"] >= 5 and f["percent"] > 0, (path, f)
+    # The C module's error paths (allocation failures) are never all taken; the loader's
+    # "library not found" branch is not run either. The small C++ op may well be fully covered.
+    assert files["csrc/core.c"]["percent"] < 100 and files["csrc/core.c"]["uncovered_ranges"]
+    langs = doc["languages"]
+    assert {"python", "c", "cpp"} <= set(langs)
+    for lang in ("python", "c"):
+        assert 0 < langs[lang]["percent"] < 100, (lang, langs[lang])
+    assert langs["cpp"]["percent"] > 0
     assert 0 < doc["totals"]["percent"] < 100
     # no torch, CPython or system header leaked in as a repository file
     assert all(not p.startswith("/") and ".." not in p for p in files)
@@ -75,15 +82,17 @@ def test_each_cell_contributes_its_part(sample):
     assert doc["totals"]["lines_covered"] >= max(c["lines_covered"] for c in per_cell.values())
 
 
-def test_cell_artifacts_are_valid_and_leave_headers_out(sample):
+def test_cell_artifacts_are_valid_and_name_repository_files_only(sample):
     for path in sample["artifacts"]:
         doc = json.loads(path.read_text())
         validate("coverage-cell", doc)
         assert doc["status"] == "passed"
         assert doc["tools"]["gcovr"] and doc["tools"]["coverage.py"]
+        for name in doc["files"]:
+            assert (sample["project"] / name).is_file(), name
     torch_cell = json.loads(sample["artifacts"][1].read_text())
-    assert torch_cell["unmapped_total"] > 0  # torch and system headers seen by gcov
-    assert any("/torch/" in u["path"] or u["path"].startswith("/usr/") for u in torch_cell["unmapped"])
+    assert "csrc/ops.cpp" in torch_cell["files"]
+    assert any(torch_cell["files"]["csrc/ops.cpp"]["hits"])
 
 
 def test_thresholds_come_from_the_sample_matrix(sample):

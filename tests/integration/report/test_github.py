@@ -5,8 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from tests.helpers.report import (
     FakeClock,
     abi_result,
@@ -77,7 +75,7 @@ def test_check_run_is_created_then_completed_with_annotations_in_chunks_of_50(fa
 
 
 def test_check_run_output_fits_for_a_huge_report(fake_github):
-    from tests.unit.report.test_budget import huge_report
+    from tests.helpers.report import huge_report
 
     report = huge_report()
     publisher(fake_github).publish_check_run(report, name="xcompat", head_sha=SHA)
@@ -90,8 +88,6 @@ def test_sticky_comment_is_created_once_and_updated_in_place(fake_github):
     fake_github.add_pull(5, SHA)
     fake_github.comments[5] = []
     # Someone else's comments, enough to need pagination, and one that quotes the marker.
-    from tests.helpers.fake_github import load_contract  # noqa: F401
-
     for i in range(130):
         fake_github.comments[5].append({"id": 10_000 + i, "body": f"> {marker()}\nhuman comment {i}", "html_url": "x", "user": {"login": "human"}})
     plan, results = mixed_results()
@@ -108,8 +104,17 @@ def test_sticky_comment_is_created_once_and_updated_in_place(fake_github):
     assert len(pages) >= 4  # two lookups over two pages of 100
 
 
+def test_a_persons_comment_that_starts_with_the_marker_is_left_alone(fake_github):
+    fake_github.add_pull(5, SHA)
+    fake_github.comments[5] = [{"id": 42, "body": marker() + "\ncopied by hand", "html_url": "x", "user": {"login": "human", "type": "User"}}]
+    p = publisher(fake_github)
+    assert p.upsert_comment(many_annotations_report(1), 5).detail == "created on #5"
+    assert p.upsert_comment(many_annotations_report(2), 5).detail == "updated on #5"
+    assert len(fake_github.comments[5]) == 2 and fake_github.comments[5][0]["body"].endswith("copied by hand")
+
+
 def test_comment_fits_the_65536_character_limit(fake_github):
-    from tests.unit.report.test_budget import huge_report
+    from tests.helpers.report import huge_report
 
     fake_github.add_pull(5, SHA)
     delivery = publisher(fake_github).upsert_comment(huge_report(), 5)
@@ -293,5 +298,6 @@ def test_cli_post_failure_exit_code_is_configurable(tmp_path, fake_github):
     assert proc.returncode == 1 and "not posted" in proc.stderr  # warn: the report verdict decides
     assert "Bad credentials" in proc.stderr
     assert summary.read_text().startswith("## ❌")
+    assert "> GitHub check run: not posted" in summary.read_text()  # the summary says what did not arrive
     proc, _ = _cli(tmp_path, fake_github, event_name="pull_request", event=event, extra=["--on-post-failure", "fail"])
     assert proc.returncode == 4 and "delivery(ies) failed" in proc.stderr

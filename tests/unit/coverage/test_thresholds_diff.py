@@ -47,7 +47,7 @@ def test_evaluate_reasons():
     assert not overall.passed and "79.99% < threshold 80%" in overall.reason
     assert diff.passed and "no executable lines" in diff.reason
     (_, diff) = evaluate(t, 90.0, None, diff_known=False)
-    assert not diff.passed and "--base-ref" in diff.reason
+    assert diff.passed and diff.actual is None and "no --base-ref" in diff.reason
     (overall, _) = evaluate(t, None, 10.0, diff_known=True)
     assert not overall.passed and "no executable lines were measured" in overall.reason
 

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.action import Repo, envelope, plan_document, write
-from xcompat.jsonio import validate
+from tests.helpers.action import Repo, checks_by_name, envelope, plan_document, run_gate, write
 
 CELLS = ("py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda12.8", "py3.13-macos-arm64-mps")
-
-
-def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any] | None]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
-        env={**clean, **(env or {})}, timeout=120,
-    )
-    out = cwd / "gate.json"
-    document = json.loads(out.read_text()) if out.exists() else None
-    if document is not None:
-        validate("gate", document)  # every gate.json the CLI writes matches its schema
-    return proc.returncode, proc.stdout + proc.stderr, document
 
 
 @pytest.fixture
@@ -52,10 +34,6 @@ def release(repo: Repo) -> Repo:
 
 FULL = ("--plan", "plan.json", "--results", "results", "--abi", "abi.json", "--coverage", "coverage.json",
         "--tag", "v1.1.0")
-
-
-def checks_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["name"]: c for c in document["checks"]}
 
 
 def test_allowed_when_everything_holds(release: Repo) -> None:
@@ -264,3 +242,65 @@ def test_required_backend_without_cells_is_refused(release: Repo) -> None:
     rc, _, doc = run_gate(release.path, *FULL)
     assert rc == 1
     assert checks_by_name(doc)["plan"]["reason"].startswith("got no cell for required backend rocm")
+
+
+def _wheel(path: Path, payload: bytes) -> dict[str, Any]:
+    import hashlib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(payload)
+    return {"file": path.name, "sha256": hashlib.sha256(payload).hexdigest()}
+
+
+@pytest.fixture
+def built(release: Repo) -> Repo:
+    """One build result covering both required cells (the shape `xcompat build` writes), and the wheels."""
+    dist = release.path / "dist"
+    w1 = _wheel(dist / "sample_ext-1.1.0-cp312-cp312-manylinux_2_28_x86_64.whl", b"wheel one")
+    w2 = _wheel(dist / "sample_ext-1.1.0-cp312-abi3-manylinux_2_28_x86_64.whl", b"wheel two")
+    for cid in CELLS[:2]:
+        (release.path / "results" / cid / "build.json").unlink()
+    write(release.path / "results" / "build" / "build.json", {
+        **envelope("build", None, "passed", "2 wheels"),
+        "wheels": [{**w1, "cell_id": CELLS[0]}, {**w2, "cell_id": CELLS[1]}],
+        "cells": [{"id": CELLS[0], "status": "passed", "wheels": [w1["file"]]},
+                  {"id": CELLS[1], "status": "passed", "wheels": [w2["file"]]}],
+    })
+    return release
+
+
+def test_exact_wheel_set_is_allowed(built: Repo) -> None:
+    rc, out, doc = run_gate(built.path, *FULL, "--require-kind", "build", "--dist", "dist")
+    assert rc == 0, out
+    assert checks_by_name(doc)["wheels"]["reason"].startswith("got 2 wheel(s) matching the sha256")
+
+
+def test_rebuilt_or_extra_or_missing_wheel_is_refused(built: Repo) -> None:
+    dist = built.path / "dist"
+    name = "sample_ext-1.1.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    (dist / name).write_bytes(b"rebuilt after the tests")
+    rc, _, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    assert rc == 1
+    assert "no passing build recorded with these bytes" in checks_by_name(doc)["wheels"]["reason"]
+    (dist / name).unlink()
+    rc, _, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    assert rc == 1
+    assert f"1 recorded wheel(s) absent ({name})" in checks_by_name(doc)["wheels"]["reason"]
+
+
+def test_build_result_covering_cells_counts_per_cell(built: Repo) -> None:
+    path = built.path / "results" / "build" / "build.json"
+    document = json.loads(path.read_text())
+    document["cells"][1]["status"] = "failed"
+    document["cells"][1]["reason"] = "nvcc: unsupported gpu architecture"
+    write(path, document)
+    rc, _, doc = run_gate(built.path, *FULL)
+    assert rc == 1
+    checks = checks_by_name(doc)
+    assert checks[f"cell:{CELLS[0]}"]["passed"] is True
+    assert checks[f"cell:{CELLS[1]}"]["reason"] == "got build failed: nvcc: unsupported gpu architecture, expected passed"
+
+
+def test_dist_without_results_is_usage_error(built: Repo) -> None:
+    rc, out, _ = run_gate(built.path, "--dist", "dist")
+    assert rc == 2 and "--dist needs --plan and --results" in out

@@ -4,8 +4,8 @@ import dataclasses
 import datetime as dt
 
 import pytest
-
 from tests.helpers.matrix import matrix_text, sample_matrix_path
+
 from xcompat.errors import InputError
 from xcompat.matrix import load_matrix
 
@@ -71,8 +71,10 @@ def test_expired_uses_the_given_day():
         ("exclude:\n  - backend: cpuu\n", "did you mean 'cpu'?"),
         ("exclude:\n  - python: '3.9'\n", "never matches"),
         ("frameworks:\n  python: ['1']\n", "duplicate key 'frameworks'"),
-        ("include:\n  - {python: '3.12', platform: linux, arch: x86_46, backend: cpu}\n",
-         "did you mean 'x86_64'?"),
+        (
+            "include:\n  - {python: '3.12', platform: linux, arch: x86_46, backend: cpu}\n",
+            "did you mean 'x86_64'?",
+        ),
         ("tests:\n  isolation: tests\n", "did you mean 'test'?"),
         ("abi:\n  bumps: {symbol_removed: huge}\n", "expected one of"),
     ],

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from tests.helpers.matrix import example_files, sample_matrix_path
+
 from xcompat.errors import InputError
 from xcompat.matrix import load_matrix
 from xcompat.matrix.yamlload import load_yaml

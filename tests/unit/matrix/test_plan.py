@@ -5,8 +5,8 @@ import json
 
 import jsonschema
 import pytest
-
 from tests.helpers.matrix import example_files, matrix_text, sample_matrix_path
+
 from xcompat.matrix import load_matrix
 from xcompat.matrix.plan import (
     build_identifier,
@@ -34,9 +34,15 @@ def test_sample_expansion_matches_an_independent_count():
     # Independent computation of the same expansion from the file's figures.
     pythons = ["3.10", "3.11", "3.12", "3.13", "3.13t"]
     torch = ["2.5", "2.13"]
-    lanes = [("cpu", "linux", "x86_64"), ("cpu", "linux", "aarch64"), ("cpu", "macos", "arm64"),
-             ("cuda", "linux", "x86_64"), ("cuda", "linux", "aarch64"), ("rocm", "linux", "x86_64"),
-             ("mps", "macos", "arm64")]
+    lanes = [
+        ("cpu", "linux", "x86_64"),
+        ("cpu", "linux", "aarch64"),
+        ("cpu", "macos", "arm64"),
+        ("cuda", "linux", "x86_64"),
+        ("cuda", "linux", "aarch64"),
+        ("rocm", "linux", "x86_64"),
+        ("mps", "macos", "arm64"),
+    ]
     expected = {
         (b, p, a, py, t)
         for (b, p, a), py, t in itertools.product(lanes, pythons, torch)
@@ -98,7 +104,11 @@ def test_plan_document_contents():
     m = load_matrix(sample_matrix_path())
     cells = expand(m)
     doc = plan_document(m, cells)
-    assert doc["counts"] == {"cells": 56, "required": 25, "by_backend": {"cpu": 24, "cuda": 16, "rocm": 8, "mps": 8}}
+    assert doc["counts"] == {
+        "cells": 56,
+        "required": 25,
+        "by_backend": {"cpu": 24, "cuda": 16, "rocm": 8, "mps": 8},
+    }
     assert doc["required"] == [c.id for c in cells if c.required]
     assert doc["cells"][0] == cells[0].to_dict()
     assert doc["settings"]["coverage"] == {"overall": 60.0, "diff": 70.0}
@@ -143,7 +153,10 @@ def test_cibuildwheel_rules_per_major_version():
     v4 = cibuildwheel_selectors(m, cells, cibuildwheel_major=4)
     assert "CIBW_ENABLE" not in v4["platforms"]["linux"]["env"]
     assert {u["identifier"] for u in v4["unsupported"]} == {
-        "cp313t-manylinux_x86_64", "cp313t-manylinux_aarch64", "cp313t-macosx_arm64"}
+        "cp313t-manylinux_x86_64",
+        "cp313t-manylinux_aarch64",
+        "cp313t-macosx_arm64",
+    }
     # One wheel per python/platform/arch, whatever the backends and framework versions.
     assert len(v4["platforms"]["linux"]["identifiers"]) == 8
     assert v4["platforms"]["macos"]["env"]["MACOSX_DEPLOYMENT_TARGET"] == "11.0"

@@ -8,10 +8,15 @@ import hashlib
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, utils
-
 from tests.helpers.matrix import NAMESPACE, build_sshsig, make_sk_signature
+
 from xcompat.signing import wire
-from xcompat.signing.keys import fingerprint, parse_public_key_blob, parse_public_key_line, refusal_for_key_type
+from xcompat.signing.keys import (
+    fingerprint,
+    parse_public_key_blob,
+    parse_public_key_line,
+    refusal_for_key_type,
+)
 from xcompat.signing.sshsig import (
     SignatureFormatError,
     check_signature,
@@ -91,15 +96,31 @@ def test_security_key_signature_needs_user_presence(p256):
         (lambda k, r, s: {"hashalg": "sha1"}, "hash algorithm 'sha1' is not accepted"),
         (lambda k, r, s: {"hashalg": "md5"}, "hash algorithm 'md5' is not accepted"),
         (lambda k, r, s: {"reserved": b"x"}, "reserved field"),
-        (lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", r, s, b"\x00")}, "ECDSA signature has 1 unexpected"),
-        (lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", r, s) + b"\x01"}, "inner signature has 1 unexpected"),
+        (
+            lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", r, s, b"\x00")},
+            "ECDSA signature has 1 unexpected",
+        ),
+        (
+            lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", r, s) + b"\x01"},
+            "inner signature has 1 unexpected",
+        ),
         (lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp384", r, s)}, "does not match key type"),
         (lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", 0, s)}, "r is out of range"),
         (lambda k, r, s: {"inner": _inner("ecdsa-sha2-nistp256", r, 1 << 300)}, "s is out of range"),
-        (lambda k, r, s: {"inner": wire.string("ecdsa-sha2-nistp256") + wire.string(
-            wire.string(b"\x00\x01") + wire.mpint(s))}, "needless leading zero"),
-        (lambda k, r, s: {"inner": wire.string("ecdsa-sha2-nistp256") + wire.string(
-            wire.string(b"\x80\x01") + wire.mpint(s))}, "negative"),
+        (
+            lambda k, r, s: {
+                "inner": wire.string("ecdsa-sha2-nistp256")
+                + wire.string(wire.string(b"\x00\x01") + wire.mpint(s))
+            },
+            "needless leading zero",
+        ),
+        (
+            lambda k, r, s: {
+                "inner": wire.string("ecdsa-sha2-nistp256")
+                + wire.string(wire.string(b"\x80\x01") + wire.mpint(s))
+            },
+            "negative",
+        ),
         (lambda k, r, s: {"key_blob": k + b"\x00"}, "public key has 1 unexpected trailing byte"),
         (lambda k, r, s: {"key_blob": k[:-3]}, "EC point claims 65 bytes but only 62 remain"),
         (lambda k, r, s: {"key_blob": k.replace(b"nistp256\x00", b"nistp384\x00", 1)}, "curve"),
@@ -116,8 +137,9 @@ def test_malformed_signatures_are_refused_with_their_own_message(p256, mutate, m
 def test_rebuilt_valid_signature_still_parses(p256):
     """The field-by-field builder itself produces a valid signature when nothing is changed."""
     base = parse_signature(sign_with_private_key(MESSAGE, p256))
-    rebuilt = parse_signature(build_sshsig(key_blob=base.public_key.blob, inner=_inner(base.signature_type, base.r,
-                                                                                       base.s)))
+    rebuilt = parse_signature(
+        build_sshsig(key_blob=base.public_key.blob, inner=_inner(base.signature_type, base.r, base.s))
+    )
     assert check_signature(rebuilt, MESSAGE)
 
 
@@ -128,9 +150,17 @@ def test_refused_key_types_each_have_a_reason():
     inner = wire.string("ssh-ed25519") + wire.string(b"\x00" * 64)
     with pytest.raises(SignatureFormatError, match="Ed25519 keys are not accepted"):
         parse_signature(build_sshsig(key_blob=blob, inner=inner))
-    reasons = {kt: refusal_for_key_type(kt) for kt in (
-        "ssh-rsa", "ecdsa-sha2-nistp521", "ssh-dss", "ecdsa-sha2-secp256k1",
-        "ecdsa-sha2-nistp256-cert-v01@openssh.com", "webauthn-sk-ecdsa-sha2-nistp256@openssh.com")}
+    reasons = {
+        kt: refusal_for_key_type(kt)
+        for kt in (
+            "ssh-rsa",
+            "ecdsa-sha2-nistp521",
+            "ssh-dss",
+            "ecdsa-sha2-secp256k1",
+            "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+            "webauthn-sk-ecdsa-sha2-nistp256@openssh.com",
+        )
+    }
     assert "RSA" in reasons["ssh-rsa"] and "P-521" in reasons["ecdsa-sha2-nistp521"]
     assert "secp256k1 is not an OpenSSH curve and not FIPS-approved" in reasons["ecdsa-sha2-secp256k1"]
     assert "certificates" in reasons["ecdsa-sha2-nistp256-cert-v01@openssh.com"]
@@ -167,7 +197,11 @@ def test_empty_blob_is_truncated():
 
 
 def test_public_key_line_parsing(p256):
-    line = p256.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    line = (
+        p256.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
     key = parse_public_key_line(line + " alice@example.org")
     assert key.comment == "alice@example.org" and key.bits == 256 and key.display_type == "ECDSA"
     assert key.crypto_key().public_numbers() == p256.public_key().public_numbers()

@@ -10,10 +10,17 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from tests.helpers.matrix import make_sk_signature
-from xcompat.signing.sshsig import NAMESPACE, SignatureFormatError, armor, check_signature, dearmor, parse_signature
-from xcompat.signing.sshsig import sign_with_private_key
+
+from xcompat.signing.sshsig import (
+    NAMESPACE,
+    SignatureFormatError,
+    armor,
+    check_signature,
+    dearmor,
+    parse_signature,
+    sign_with_private_key,
+)
 
 MESSAGE = b"xcompat: 1\nrepo: acme/widget\nserial: 9\npython: ['3.12']\n"
 KEY = ec.generate_private_key(ec.SECP256R1())

@@ -153,16 +153,57 @@ _json = st.recursive(
     kind=st.sampled_from(["test", "abi", "coverage", "kernels", "build", "probe", "gate", "other"]),
     status=st.sampled_from(["passed", "failed", "crashed", "skipped", "fallback", "odd"]),
     fields=st.dictionaries(
-        st.sampled_from(["tests", "findings", "kernels", "totals", "languages", "files", "diff", "required_bump", "thresholds", "log_tail", "cell"]),
+        st.sampled_from(["tests", "findings", "kernels", "totals", "languages", "files", "diff", "required_bump", "thresholds", "log_tail", "cell", "cells", "errors"]),
         _json,
         max_size=6,
     ),
     cell=st.sampled_from([None, "py3.12-linux-x86_64-cpu", "??"]),
+    extra_cells=st.lists(st.fixed_dictionaries({"id": st.sampled_from(["py3.12-linux-x86_64-cpu", "c2"]), "status": _json}), max_size=3),
+    errors=st.lists(st.fixed_dictionaries({"cell_id": st.sampled_from([None, "c2", 5]), "log_tail": _json, "message": _json}), max_size=3),
 )
-def test_any_stage_fields_never_crash_aggregation_or_rendering(kind, status, fields, cell):
+def test_any_stage_fields_never_crash_aggregation_or_rendering(kind, status, fields, cell, extra_cells, errors):
     from xcompat.report import render
 
-    report = build_report([stage_result(kind, cell, status, "s", **fields)])
+    report = build_report([stage_result(kind, cell, status, "s", **fields), stage_result("build", None, status, "b", cells=extra_cells, errors=errors)])
     for fmt in ("markdown", "text", "json", "html"):
         assert render(report, fmt)
     json.loads(render(report, "json"))
+
+
+def test_a_build_covering_several_cells_reports_each():
+    a, b = make_cell("3.12"), make_cell("3.13")
+    build = stage_result(
+        "build",
+        None,
+        "failed",
+        "1 of 2 wheels failed",
+        cells=[{"id": a.id, "status": "passed", "wheels": ["x.whl"]}, {"id": b.id, "status": "failed", "wheels": []}],
+        errors=[{"cell_id": b.id, "message": "compiler error", "log_tail": ["ops.c:3: error: expected ';'", "ninja: build stopped"]}],
+    )
+    report = build_report([build, make_test_result(a.id, [make_test("t.py::x")])], make_plan([a, b]))
+    assert _status(report, a.id) == "passed" and _status(report, b.id) == "failed"
+    failure = next(f for f in report.failures if f.cell_id == b.id)
+    assert failure.kind == "build" and "expected ';'" in failure.log_tail and failure.message == "compiler error"
+    assert not [p for p in report.problems if p.startswith("build")]  # not counted twice as a global failure
+
+
+def test_failed_kernel_cases_are_listed():
+    a = make_cell(backend="cuda", toolkit="12.8")
+    kernels = stage_result(
+        "kernels",
+        a.id,
+        "failed",
+        "1 kernel failed",
+        kernels=[
+            {"name": "axpy", "status": "passed", "cases": [], "counts": {}},
+            {
+                "name": "matmul",
+                "status": "failed",
+                "counts": {"passed": 1, "failed": 1, "skipped": 0},
+                "cases": [{"id": "matmul-f16-64x64", "status": "failed", "mismatches": 3, "max_abs_err": 0.25, "max_rel_err": None, "detail": "tolerance 1e-3"}],
+            },
+        ],
+    )
+    report = build_report([kernels], make_plan([a]))
+    (failure,) = report.failures
+    assert failure.name == "matmul" and "matmul-f16-64x64 3 mismatches max_abs_err=0.25 tolerance 1e-3" in failure.log_tail

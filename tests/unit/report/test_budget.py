@@ -5,25 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.report import abi_result, coverage_result, make_cell, make_plan, make_test, make_test_result
+from tests.helpers.report import huge_report, make_cell, make_plan, make_test, make_test_result
 from xcompat.errors import InputError
 from xcompat.report import build_report, render
 from xcompat.report.budget import Section, fit_sections
 from xcompat.report.channels import load_limits, measure, parse_limits
 
 CHANNELS = ["check_run_summary", "check_run_text", "pr_comment", "job_summary", "gitlab_note"]
-
-
-def huge_report(n_cells=40, n_fail=3000, tail_lines=40):
-    cells = [make_cell(f"3.{10 + i % 5}", "linux", f"arch{i}", "cuda", toolkit="12.8", frameworks=[("torch", f"2.{i}")]) for i in range(n_cells)]
-    tail = "\n".join(f"E  | line {j} with `backticks` and |pipes| and émoji 🚀" for j in range(tail_lines))
-    results = []
-    for i, c in enumerate(cells):
-        tests = [make_test(f"tests/test_{i}.py::test_{k}", "failed", message="boom " * 20, tail=tail) for k in range(n_fail // n_cells)]
-        results.append(make_test_result(c.id, tests))
-    results.append(abi_result([("symbol-removed", "_ext.so", f"_Z{k}foov", "major") for k in range(800)]))
-    results.append(coverage_result(70.0, diff_percent=40.0, diff_files=[(f"src/m{k}.py", [[1, 3], [7, 9]]) for k in range(500)], files=[(f"src/f{k}.py", 50.0) for k in range(2000)]))
-    return build_report(results, make_plan(cells), artifact_url="https://ci.example/run/1")
 
 
 def tables_are_whole(text):

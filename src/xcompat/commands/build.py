@@ -1,0 +1,159 @@
+"""``xcompat build``: build, repair and audit wheels for this runner's cells.
+
+Exit codes: 0 built, 2 bad input (project, matrix, options), 4 a build tool failed
+(the failing cell and the last lines of its log are shown; build.json is still written),
+5 a required tool or container engine is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+BACKENDS = ("native", "cibuildwheel")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Build wheels for the cells of the plan this runner serves, repair them (auditwheel on Linux, "
+        "delocate on macOS) without grafting torch or GPU runtime libraries, audit them (platform policy "
+        "and the symbols that set it, abi3audit, CUDA archs) and write OUT/build.json."
+    )
+    parser.add_argument("project", nargs="?", type=Path, default=Path("."),
+                        help="folder holding pyproject.toml or setup.py (default: current folder)")
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="cibuildwheel: containerised manylinux builds (default under CI); "
+                        "native: this interpreter and toolchain (default elsewhere; self-hosted GPU runners)")
+    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR",
+                        help="where wheels, build.json and logs/ go (default: wheelhouse)")
+    cells = parser.add_argument_group("cells")
+    cells.add_argument("--matrix", type=Path, metavar="FILE",
+                       help="matrix file; its cells for this platform and arch are built "
+                       "(without it: one native build for this interpreter)")
+    cells.add_argument("--device", action="append", default=[], metavar="BACKEND",
+                       help="only cells of this device backend (cpu, cuda, rocm, mps; repeatable)")
+    cells.add_argument("--cell", action="append", default=[], metavar="ID",
+                       help="only this cell id (repeatable)")
+    native = parser.add_argument_group("native backend")
+    native.add_argument("--isolation", choices=("auto", "on", "off"), default="auto",
+                        help="build isolation; auto: off when the project builds against a framework the "
+                        "runner provides (torch), else on (default: auto)")
+    native.add_argument("--no-repair", action="store_true", help="skip auditwheel/delocate")
+    native.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                        help="another library pattern never grafted into the wheel (repeatable)")
+    native.add_argument("--no-default-excludes", action="store_true",
+                        help="graft torch and CUDA/ROCm runtime libraries too (not recommended)")
+    native.add_argument("--no-ccache", action="store_true", help="do not use ccache even when installed")
+    native.add_argument("-C", "--config-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to the build backend (repeatable)")
+    cibw = parser.add_argument_group("cibuildwheel backend")
+    cibw.add_argument("--test-command", default=None, metavar="CMD",
+                      help="test command run in the build container ('' for none; "
+                      "default: python -m pytest {package}/tests)")
+    cibw.add_argument("--print-config", action="store_true",
+                      help="print the derived cibuildwheel runs and the identifiers cibuildwheel confirms, "
+                      "as JSON, without building")
+    parser.add_argument("--json", action="store_true", help="print build.json to stdout")
+
+
+def _machine_arch() -> str:
+    import platform
+    import sys
+
+    machine = platform.machine()
+    if sys.platform == "win32":
+        return {"amd64": "AMD64", "arm64": "ARM64", "x86": "x86"}.get(machine.lower(), machine)
+    if sys.platform == "darwin":
+        return "arm64" if machine in ("arm64", "aarch64") else machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+
+
+def runner_cells(args: argparse.Namespace) -> list:
+    """The plan's cells this runner builds: same platform and arch, filtered by --device/--cell."""
+    from xcompat.build.cibw import current_platform
+    from xcompat.errors import UsageError
+    from xcompat.matrix import load_matrix
+    from xcompat.matrix.plan import cells_for_runner, expand
+
+    matrix = load_matrix(args.matrix)
+    cells = expand(matrix)
+    backend = args.backend
+    if backend == "cibuildwheel":
+        # cibuildwheel builds other archs under emulation: every arch of this platform.
+        mine = cells_for_runner(cells, platform=current_platform(), backends=args.device or None)
+    else:
+        mine = cells_for_runner(cells, platform=current_platform(), arch=_machine_arch(),
+                                backends=args.device or None)
+    if args.cell:
+        known = {c.id for c in cells}
+        unknown = [c for c in args.cell if c not in known]
+        if unknown:
+            raise UsageError(f"--cell {unknown[0]!r} is not a cell of the plan",
+                             hint="list them with `xcompat matrix plan --format json`")
+        mine = [c for c in mine if c.id in set(args.cell)]
+    return mine
+
+
+def execute(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from xcompat import jsonio
+    from xcompat.build import BuildSettings, NativeOptions, build_project
+    from xcompat.build import defaults as D
+    from xcompat.build.native import check_project
+    from xcompat.errors import InputError
+    from xcompat.log import get_logger
+
+    log = get_logger()
+    if args.backend is None:
+        ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+        args.backend = "cibuildwheel" if ci else "native"
+    project = check_project(args.project)
+    cells = runner_cells(args) if args.matrix is not None else None
+    if args.matrix is not None and not cells:
+        raise InputError("no cell of the plan is built on this runner (platform, arch, --device, --cell)",
+                         file=args.matrix)
+
+    if args.backend == "cibuildwheel":
+        from xcompat.build.cibw import build_with_cibuildwheel, check_identifiers, current_platform, derive_runs
+        from xcompat.build.native import build_requirements, runner_frameworks
+
+        if not cells:
+            raise InputError("--backend cibuildwheel needs --matrix (the cells decide what to build)")
+        test_command = D.DEFAULT_TEST_COMMAND if args.test_command is None else (args.test_command or None)
+        if args.print_config:
+            requirements = build_requirements(project)
+            frameworks = runner_frameworks(requirements, source=project / "pyproject.toml")
+            runs = derive_runs([c for c in cells if c.platform == current_platform()],
+                               build_frameworks=frameworks, build_requirements=requirements,
+                               test_command=test_command, env=os.environ)
+            out = []
+            for run in runs:
+                entry = run.to_dict()
+                entry["unsupported"] = check_identifiers(project, run)
+                out.append(entry)
+            print(jsonio.dump_json({"version": 1, "runs": out}), end="")
+            return 0
+        document = build_with_cibuildwheel(project, args.out, cells=cells, test_command=test_command)
+    else:
+        excludes = () if args.no_default_excludes else D.default_excludes()
+        options = replace(
+            NativeOptions(),
+            isolation=args.isolation,
+            repair=not args.no_repair,
+            excludes=tuple(dict.fromkeys([*excludes, *args.exclude])),
+            ccache=not args.no_ccache,
+            config_settings=tuple(args.config_setting),
+        )
+        document = build_project(project, args.out, cells=cells,
+                                 settings=BuildSettings(backend="native", native=options))
+    for wheel in document["wheels"]:
+        policy = wheel["platform_policy"]
+        where = f" [{policy['symbol_tag']}]" if policy else ""
+        abi3 = f" abi3audit: {wheel['abi3']['status']}" if wheel.get("abi3") else ""
+        log.success(f"{wheel['file']} ({wheel['size'] / 1024:.0f} KiB){where}{abi3}")
+    log.info(f"{document['summary']}; record: {Path(args.out) / 'build.json'}")
+    if args.json:
+        print(jsonio.dump_json(document), end="")
+    return 0

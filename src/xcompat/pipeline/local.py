@@ -1,0 +1,217 @@
+"""``xcompat run``: the whole CI pipeline on this machine, stage by stage.
+
+Each stage runs the real ``xcompat`` subcommand in a child process (so a crash or a hung
+native build in one stage cannot take the others down), with its output captured to
+``logs/<stage>.log`` and its versioned JSON result written into a staging folder. A stage
+that fails does not stop the stages that don't depend on it, and its failure is in the
+report. The staging folder replaces the output folder only when the run completes; on
+Ctrl-C it is removed, so the output folder holds either the previous complete run or the
+new one, never a half-written mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xcompat.errors import InputError, Interrupted
+from xcompat.log import Logger
+from xcompat.pipeline.progress import StageProgress
+
+# exit code of a stage's command -> stage status
+_STATUS_BY_EXIT = {0: "passed", 1: "failed"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    project: Path
+    matrix: Path
+    allowed_signers: Path
+    baseline: Path | None
+    out: Path
+    backend: str = "auto"
+    isolate: str = "test"
+    timeout: float = 300.0
+    keep_going: bool = True
+
+
+@dataclass(kw_only=True)
+class StageResult:
+    name: str
+    status: str  # passed | failed | error | skipped
+    detail: str = ""
+    elapsed: float = 0.0
+    exit_code: int | None = None
+    log: str | None = None
+    outputs: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "elapsed_s": round(self.elapsed, 3),
+            "exit_code": self.exit_code,
+            "log": self.log,
+            "outputs": self.outputs,
+        }
+
+
+def _tail(path: Path, lines: int = 8) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+
+
+class LocalPipeline:
+    def __init__(self, config: RunConfig, log: Logger, env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.log = log
+        self.env = dict(os.environ if env is None else env)
+        out = config.out.resolve()
+        self.final = out
+        self.stage_dir = out.parent / f".{out.name}.partial-{os.getpid()}"
+        self.results: list[StageResult] = []
+        self._child: subprocess.Popen[bytes] | None = None
+
+    # -- helpers -----------------------------------------------------------------
+    def path(self, *parts: str) -> Path:
+        return self.stage_dir.joinpath(*parts)
+
+    def xcompat(self, *args: str | os.PathLike[str]) -> list[str]:
+        return [sys.executable, "-m", "xcompat", *(str(a) for a in args)]
+
+    def run_command(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        outputs: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+    ) -> StageResult:
+        """Run one stage command; its stdout/stderr go to logs/<name>.log."""
+        log_path = self.path("logs", f"{name}.log")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        child_env = dict(self.env)
+        child_env.update(env or {})
+        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        start = time.monotonic()
+        with open(log_path, "wb") as fh:
+            fh.write(("$ " + " ".join(argv) + "\n").encode())
+            fh.flush()
+            self._child = subprocess.Popen(
+                list(argv), stdout=fh, stderr=subprocess.STDOUT, env=child_env, cwd=cwd, start_new_session=True
+            )
+            try:
+                code = self._child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._kill_child()
+                code = None
+            finally:
+                self._child = None
+        elapsed = time.monotonic() - start
+        produced = [str(p.relative_to(self.stage_dir)) for p in outputs if p.exists()]
+        rel_log = str(log_path.relative_to(self.stage_dir))
+        if code is None:
+            return StageResult(
+                name=name, status="error", detail=f"timed out after {timeout:.0f}s", elapsed=elapsed,
+                log=rel_log, outputs=produced,
+            )
+        if code == 130:
+            raise KeyboardInterrupt
+        status = _STATUS_BY_EXIT.get(code, "error")
+        detail = ""
+        if status != "passed":
+            tail = _tail(log_path, 1)
+            detail = f"exit {code}" + (f": {tail[-1].strip()[:160]}" if tail else "")
+        return StageResult(
+            name=name, status=status, detail=detail, elapsed=elapsed, exit_code=code, log=rel_log, outputs=produced
+        )
+
+    def _kill_child(self) -> None:
+        child = self._child
+        if child is None or child.poll() is not None:
+            return
+        try:
+            os.killpg(child.pid, signal.SIGTERM)
+            child.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+
+    # -- the run ------------------------------------------------------------------
+    def execute(self, stages: Sequence[tuple[str, Callable[[], StageResult]]]) -> list[StageResult]:
+        if self.stage_dir.exists():
+            shutil.rmtree(self.stage_dir)
+        self.stage_dir.mkdir(parents=True)
+        progress = StageProgress(self.log, total=len(stages))
+        try:
+            with progress:
+                for name, fn in stages:
+                    progress.start(name)
+                    result = fn()
+                    result.name = name
+                    if not result.elapsed:
+                        result.elapsed = progress.finish(name, result.status, result.detail)
+                    else:
+                        progress.finish(name, result.status, result.detail)
+                    self.results.append(result)
+        except KeyboardInterrupt:
+            self._kill_child()
+            shutil.rmtree(self.stage_dir, ignore_errors=True)
+            raise Interrupted(f"interrupted; {self.final} was left as it was") from None
+        except BaseException:
+            self._kill_child()
+            shutil.rmtree(self.stage_dir, ignore_errors=True)
+            raise
+        return self.results
+
+    def publish(self) -> Path:
+        """Move the completed staging folder into place (the previous run is replaced whole)."""
+        backup = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
+        if self.final.exists():
+            os.replace(self.final, backup)
+        os.replace(self.stage_dir, self.final)
+        if backup.exists():
+            shutil.rmtree(backup, ignore_errors=True)
+        return self.final
+
+
+def machine_platform() -> tuple[str, str]:
+    system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(platform.system(), platform.system().lower())
+    arch = platform.machine()
+    if system == "macos" and arch == "x86_64":
+        return system, arch
+    return system, {"AMD64": "x86_64", "arm64": "arm64" if system == "macos" else "aarch64"}.get(arch, arch)
+
+
+def python_tag() -> str:
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    gil = getattr(sys, "_is_gil_enabled", None)
+    return ver + "t" if gil is not None and not gil() else ver
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno) from None

@@ -1,0 +1,270 @@
+"""Collect the machine's device stack into the ``probe`` result document.
+
+Never initialises CUDA or HIP: driver facts come from ``cuDriverGetVersion`` and NVML
+through ctypes, torch's CUDA facts from its build metadata, and the one torch call that
+could look at devices runs with ``PYTORCH_NVML_BASED_CUDA_CHECK=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from xcompat.devices import BACKEND_NAMES, probe_backend
+from xcompat.devices import driver as drv
+from xcompat.devices.torchinfo import torch_build
+from xcompat.probe import assertions as rules
+from xcompat.probe.cpu import detect_cpu
+
+
+def _run_first_line(cmd: list[str]) -> str | None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [ln.strip() for ln in (proc.stdout or proc.stderr).splitlines() if ln.strip()]
+    return lines[0] if proc.returncode == 0 and lines else None
+
+
+def _glibc() -> str | None:
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"
+    except (AttributeError, ValueError, OSError):
+        value = None
+    if value and value.startswith("glibc "):
+        return value.split()[1]
+    lib, version = platform.libc_ver()
+    return version if lib == "glibc" and version else None
+
+
+def _python() -> dict[str, Any]:
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    gil = getattr(sys, "_is_gil_enabled", None)
+    return {
+        "version": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "abiflags": getattr(sys, "abiflags", ""),
+        "soabi": sysconfig.get_config_var("SOABI"),
+        "free_threaded": free_threaded,
+        "gil_enabled": bool(gil()) if callable(gil) else True,
+        "executable": sys.executable,
+    }
+
+
+def _toolchain(env: Mapping[str, str], torch_cuda: str | None) -> dict[str, Any]:
+    cxx_cmd = env.get("CXX") or "c++"
+    cxx = _run_first_line([cxx_cmd, "--version"]) if shutil.which(cxx_cmd) else None
+    ninja_path = shutil.which("ninja")
+    if ninja_path is None:
+        candidate = Path(sys.executable).parent / "ninja"
+        ninja_path = str(candidate) if candidate.is_file() else None
+    ninja = _run_first_line([ninja_path, "--version"]) if ninja_path else None
+    nvcc = None
+    cuda_home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    nvcc_path = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else shutil.which("nvcc")
+    if nvcc_path and os.path.exists(nvcc_path):
+        out = subprocess.run([nvcc_path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        lines = [ln for ln in out.stdout.splitlines() if "release" in ln]
+        nvcc = lines[-1].strip() if lines else None
+    hipcc = shutil.which("hipcc")
+    return {"cxx": cxx, "ninja": ninja, "nvcc": nvcc, "nvcc_path": nvcc_path if nvcc else None,
+            "hipcc": hipcc, "cuobjdump": shutil.which("cuobjdump")}
+
+
+def _numpy() -> dict[str, Any]:
+    try:
+        import numpy
+    except ImportError:
+        return {"version": None}
+    info: dict[str, Any] = {"version": numpy.__version__}
+    try:
+        from numpy._core import _multiarray_umath as mu  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        from numpy.core import _multiarray_umath as mu  # type: ignore[no-redef]
+    info["cpu_baseline"] = list(getattr(mu, "__cpu_baseline__", []))
+    info["cpu_dispatch"] = list(getattr(mu, "__cpu_dispatch__", []))
+    feats = getattr(mu, "__cpu_features__", {})
+    info["cpu_dispatch_found"] = [f for f in info["cpu_dispatch"] if feats.get(f)]
+    return info
+
+
+def _torch(env: Mapping[str, str]) -> dict[str, Any]:
+    tb = torch_build()
+    if not tb.installed:
+        return {"installed": False}
+    saved = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        import torch
+
+        arch_flags = torch._C._cuda_getArchFlags() if hasattr(torch._C, "_cuda_getArchFlags") else None
+        archs = sorted(set(arch_flags.split())) if arch_flags else []
+        if torch.version.hip:
+            archs = sorted({a for a in (env.get("PYTORCH_ROCM_ARCH") or "").replace(",", ";").split(";") if a} | set(archs))
+        try:
+            cpu_capability = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - older torch
+            cpu_capability = None
+        return {
+            "installed": True,
+            "version": torch.__version__,
+            "location": tb.location,
+            "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+            "cuda": torch.version.cuda,
+            "hip": getattr(torch.version, "hip", None),
+            "arch_list": archs,
+            "cpu_capability": cpu_capability,
+            "mps_built": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_built()),
+            "compile_shader": hasattr(getattr(torch, "mps", None), "compile_shader"),
+        }
+    finally:
+        if saved is None:
+            os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = saved
+
+
+def wheel_cuda_archs(wheel: Path) -> tuple[list[str], list[str], str]:
+    """(archs, libraries with device code, how) for the CUDA device code in a wheel."""
+    try:
+        from xcompat.abi.wheel import WheelError, iter_native_members
+    except ImportError:  # the ABI package is optional at run time
+        iter_native_members = None  # type: ignore[assignment]
+    if iter_native_members is not None:
+        archs: set[str] = set()
+        libs: list[str] = []
+        try:
+            for member, lib in iter_native_members(wheel, want_fatbin=True):
+                found = list(getattr(lib, "cuda_archs", ()) or ())
+                if found:
+                    libs.append(member)
+                    archs.update(found)
+        except WheelError as exc:
+            from xcompat.errors import InputError
+
+            raise InputError(str(exc), file=wheel) from None
+        return sorted(archs), libs, ".nv_fatbin parser"
+    return [], [], "unavailable: xcompat.abi is not installed"
+
+
+def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | None = None,
+                  cell_id: str | None = None) -> dict[str, Any]:
+    """The ``probe`` document (envelope kind ``probe``), validated by ``schemas/probe.schema.json``."""
+    env = os.environ if env is None else env
+    start = time.perf_counter()
+    cpu = detect_cpu()
+    torch_info = _torch(env)
+    np_info = _numpy()
+    toolchain = _toolchain(env, torch_info.get("cuda"))
+
+    driver_version, driver_how = drv.cuda_driver_version()
+    nvml_devices, nvml_how = drv.nvml_devices() if driver_version else (None, "no CUDA driver")
+    hip_version, hip_how = drv.hip_driver_version()
+    amd_gpus = drv.kfd_gpus()
+    backends = {name: probe_backend(name, env).to_dict() for name in BACKEND_NAMES}
+
+    devices: list[dict[str, Any]] = []
+    for d in nvml_devices or []:
+        devices.append({"backend": "cuda", **d})
+    for d in amd_gpus:
+        devices.append({"backend": "rocm", **d})
+    if backends["mps"]["available"]:
+        devices.append({"backend": "mps", "index": 0, "name": cpu.model or "Apple GPU", "arch": "apple"})
+
+    checks = [
+        rules.driver_supports_runtime(torch_info.get("cuda"), driver_version, driver_how),
+    ]
+    torch_archs = torch_info.get("arch_list") or []
+    if torch_info.get("hip"):
+        checks.append(rules.device_arch_in_list("device_arch_in_torch_arch_list", amd_gpus, torch_archs,
+                                                what=f"torch {torch_info.get('version')} ROCm arch list", rocm=True))
+    elif torch_info.get("cuda"):
+        checks.append(rules.device_arch_in_list("device_arch_in_torch_arch_list", nvml_devices or [], torch_archs,
+                                                what=f"torch {torch_info.get('version')} CUDA arch list"))
+    else:
+        checks.append(rules.Assertion(name="device_arch_in_torch_arch_list", status="skipped",
+                                      reason="torch has no CUDA or ROCm device code"))
+    wheel_info = None
+    if wheel is not None:
+        wheel = Path(wheel)
+        if not wheel.is_file():
+            from xcompat.errors import InputError
+
+            raise InputError("wheel not found", file=wheel, hint="pass the path of a .whl file")
+        archs, libs, how = wheel_cuda_archs(wheel)
+        wheel_info = {"path": str(wheel), "cuda_archs": archs, "libraries": libs, "reader": how}
+        name = "device_arch_in_wheel_fatbin"
+        if not libs:
+            checks.append(rules.Assertion(name=name, status="skipped",
+                                          reason=f"{wheel.name} has no CUDA device code ({how})"))
+        elif not nvml_devices:
+            checks.append(rules.Assertion(name=name, status="skipped",
+                                          reason=f"no CUDA device to check; the wheel carries {', '.join(archs)}"))
+        else:
+            checks.append(rules.device_arch_in_list(name, nvml_devices, archs, what=f"{wheel.name} fatbinary"))
+    checks.append(rules.toolchain_present(toolchain, torch_info.get("cuda"), torch_info.get("hip")))
+    checks.append(rules.forced_isa_supported(cpu, env, np_info.get("version")))
+
+    failed = [c.name for c in checks if c.status == "failed"]
+    status = "failed" if failed else "passed"
+    used = next((b for b in ("cuda", "rocm", "mps", "cpu") if backends[b]["available"]), "cpu")
+    summary = (
+        f"{len(checks) - len(failed)}/{len(checks)} checks ok"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+        + f"; best backend here: {used}"
+        + (f" ({len(devices)} device(s))" if devices else "; no GPU")
+    )
+    return {
+        "version": 1,
+        "kind": "probe",
+        "cell_id": cell_id,
+        "status": status,
+        "summary": summary,
+        "os": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "platform": sysconfig.get_platform(),
+            "machine": platform.machine(),
+            "glibc": _glibc(),
+        },
+        "cpu": {
+            "model": cpu.model,
+            "arch": cpu.arch,
+            "features": sorted(f for f in cpu.features if f in rules_reported()),
+            "feature_source": cpu.source,
+            "kernel_isa_paths": cpu.isa_paths(),
+            "forced": {k: env[k] for k in ("XCOMPAT_KERNELS_ISA", "ATEN_CPU_CAPABILITY", "NPY_ENABLE_CPU_FEATURES",
+                                           "NPY_DISABLE_CPU_FEATURES") if env.get(k)},
+        },
+        "python": _python(),
+        "torch": torch_info,
+        "numpy": np_info,
+        "cuda": {
+            "driver_version": driver_version,
+            "driver_source": driver_how if driver_version else None,
+            "driver_absent_reason": None if driver_version else driver_how,
+            "nvml": nvml_how,
+        },
+        "rocm": {"hip_runtime_version": hip_version, "hip_absent_reason": None if hip_version else hip_how},
+        "mps": {"available": backends["mps"]["available"], "reason": backends["mps"]["reason"]},
+        "devices": devices,
+        "backends": backends,
+        "toolchain": toolchain,
+        "wheel": wheel_info,
+        "checks": [c.to_dict() for c in checks],
+        "duration_seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def rules_reported() -> tuple[str, ...]:
+    from xcompat.probe.cpu import REPORTED_FEATURES
+
+    return REPORTED_FEATURES
