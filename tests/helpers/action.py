@@ -412,3 +412,73 @@ def _run_steps(action: dict[str, Any], action_dir: Path, inputs: dict[str, str],
     shutil.rmtree(temp, ignore_errors=True)
     return ActionRun(steps=runs, outputs=dict(zip(out_specs, values)), summary="".join(summary_parts),
                      status=status)
+
+
+# -- GitLab: the component and the include template -------------------------------------
+
+GITLAB_COMPONENT = REPO_ROOT / "templates" / "xcompat.yml"
+GITLAB_INCLUDE = REPO_ROOT / "templates" / "include" / "xcompat.gitlab-ci.yml"
+
+_INCLUDE_HEADER = """\
+# xcompat include template for GitLab versions or instances without CI/CD components.
+#
+#   include:
+#     - project: org/xcompat-action
+#       ref: <full commit SHA>   # pin: a tag can be moved
+#       file: /templates/include/xcompat.gitlab-ci.yml
+#   stages: [verify, test]
+#   variables:
+#     XCOMPAT_PROJECT_DIR: "."   # override any default below
+#
+# Generated from templates/xcompat.yml (the CI/CD component): inputs become the global
+# variables below, with the same defaults. Regenerate with:
+#   python -m tests.helpers.action --write-gitlab-include
+"""
+
+
+def split_component(text: str) -> tuple[str, str]:
+    """``(spec header, pipeline body)`` of a component file (``spec:`` document, ``---``, body)."""
+    head, sep, body = text.partition("\n---\n")
+    if not sep or not head.lstrip().startswith("spec:"):
+        raise AssertionError("a component is a `spec:` document, then `---`, then the pipeline")
+    return head + "\n", body
+
+
+def gitlab_include_from_component(text: str) -> str:
+    """The include template: the component's body with its inputs turned into global variables."""
+    import yaml
+
+    head, body = split_component(text)
+    inputs = yaml.safe_load(head)["spec"]["inputs"]
+
+    def default(name: str) -> str:
+        value = inputs[name].get("default", "")
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+    variables: dict[str, str] = {}
+    kept = []
+    for line in body.splitlines():
+        match = re.fullmatch(r"\s+(XCOMPAT_\w+): \$\[\[ inputs\.([\w-]+) \]\]", line)
+        if match:
+            variables[match.group(1)] = match.group(2)
+            continue
+        kept.append(line)
+    out = "\n".join(kept) + "\n"
+    out = re.sub(r"\$\[\[ inputs\.(stage-[\w-]+) \]\]", lambda m: default(m.group(1)), out)
+    if "$[[" in out:
+        raise AssertionError("an input is used outside a job's variables: the include template cannot express it")
+    lines = ["variables:"]
+    for name, source in variables.items():
+        lines.append(f"  {name}: {json.dumps(default(source))}  # {inputs[source].get('description', '')}".rstrip())
+    return _INCLUDE_HEADER + "\n" + "\n".join(lines) + "\n\n" + out
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write-gitlab-include"]:
+        GITLAB_INCLUDE.parent.mkdir(parents=True, exist_ok=True)
+        GITLAB_INCLUDE.write_text(gitlab_include_from_component(GITLAB_COMPONENT.read_text()))
+        print(f"wrote {GITLAB_INCLUDE}")
+    else:
+        raise SystemExit("usage: python -m tests.helpers.action --write-gitlab-include")

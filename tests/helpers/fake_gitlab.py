@@ -114,6 +114,8 @@ class FakeGitLab:
             note_id = int(match.group("note"))
             for note in self.notes:
                 if note["id"] == note_id:
+                    if note["author"]["username"] != "project_42_bot":
+                        return 403, {}, {"message": "403 Forbidden"}  # only the author may edit a note
                     if "body" in document:
                         note["body"] = document["body"]
                     return 200, {}, note

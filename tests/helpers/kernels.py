@@ -23,7 +23,7 @@ ROOT = repo_root() or Path(__file__).resolve().parents[2]
 KERNELS = data_dir("kernels")
 
 
-def test_cache() -> Path:
+def artifact_cache() -> Path:
     base = os.environ.get("XCOMPAT_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "xcompat-tests")
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
@@ -32,7 +32,7 @@ def test_cache() -> Path:
 
 def kernel_cache() -> Path:
     """The XCOMPAT_CACHE the kernel tests build into (shared by subprocesses)."""
-    path = test_cache() / "xcompat-cache"
+    path = artifact_cache() / "xcompat-cache"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -76,7 +76,7 @@ def cached_nvcc_object(source: Path, gencodes: Sequence[str], *, extra: Sequence
         if path.is_file():
             h.update(path.name.encode())
             h.update(path.read_bytes())
-    out = test_cache() / "nvcc" / f"{source.stem}-{h.hexdigest()[:16]}.o"
+    out = artifact_cache() / "nvcc" / f"{source.stem}-{h.hexdigest()[:16]}.o"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp.o")

@@ -82,6 +82,16 @@ def is_grafted(key: str) -> bool:
     return top.endswith(".libs") or head.endswith(".dylibs")
 
 
+def _class_data_of_plain_class(base: str) -> bool:
+    """Vtables and typeinfo are always weak in GCC output, even for a class with a key
+    function; those of a non-template class are part of the library's interface."""
+    if not base.startswith(("_ZTV", "_ZTI", "_ZTS")):
+        return False
+    from xcompat.abi.demangle import demangle
+
+    return "<" not in demangle(base)
+
+
 def classify(name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False) -> str | None:
     """Return why ``name`` is noise or None.
 
@@ -96,7 +106,7 @@ def classify(name: str, lib: LibraryInterface, *, extension: bool, weak: bool = 
         return "version-node"  # the absolute symbol the linker emits for each version node
     if is_stdlib_symbol(base):
         return "stdlib"
-    if weak and is_mangled(base):
+    if weak and is_mangled(base) and not _class_data_of_plain_class(base):
         return "vague-linkage"
     if extension and not (base.startswith("PyInit_") or (not is_mangled(base) and not base.startswith("_"))):
         return "extension-internal"

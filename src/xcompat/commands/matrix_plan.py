@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 FORMATS = ("json", "github", "gitlab", "cibuildwheel")
+# GitHub Actions caps one step output at 1 MB.
+GITHUB_OUTPUT_LIMIT = 1_000_000
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +82,13 @@ def execute(args: argparse.Namespace) -> int:
         log.info(f"{len(cells)} cells -> {args.output}")
     else:
         print(text, end="")
-    log.set_output("plan", text.strip() if not pretty else json.dumps(document, separators=(",", ":")))
+    outputs = {"plan": text.strip() if not pretty else json.dumps(document, separators=(",", ":"))}
     if args.format == "github":
-        log.set_output("matrix", json.dumps(document["matrix"], separators=(",", ":")))
-    log.set_output("cells", str(len(cells)))
+        outputs["matrix"] = json.dumps(document["matrix"], separators=(",", ":"))
+    outputs["cells"] = str(len(cells))
+    for name, value in outputs.items():
+        if len(value.encode("utf-8")) > GITHUB_OUTPUT_LIMIT:
+            log.warning(f"step output {name!r} skipped: larger than GitHub's 1 MB per output; use --output")
+            continue
+        log.set_output(name, value)
     return 0

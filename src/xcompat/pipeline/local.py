@@ -42,7 +42,7 @@ class RunConfig:
     backend: str = "auto"
     isolate: str = "test"
     timeout: float = 300.0
-    keep_going: bool = True
+    coverage: bool = True
 
 
 @dataclass(kw_only=True)

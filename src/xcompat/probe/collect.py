@@ -132,6 +132,11 @@ def _torch(env: Mapping[str, str]) -> dict[str, Any]:
             os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = saved
 
 
+def _arch_order(arch: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return (int(digits) if digits else 0, arch)
+
+
 def wheel_cuda_archs(wheel: Path) -> tuple[list[str], list[str], str]:
     """(archs, libraries with device code, how) for the CUDA device code in a wheel."""
     try:
@@ -151,7 +156,7 @@ def wheel_cuda_archs(wheel: Path) -> tuple[list[str], list[str], str]:
             from xcompat.errors import InputError
 
             raise InputError(str(exc), file=wheel) from None
-        return sorted(archs), libs, ".nv_fatbin parser"
+        return sorted(archs, key=_arch_order), libs, ".nv_fatbin parser"
     return [], [], "unavailable: xcompat.abi is not installed"
 
 

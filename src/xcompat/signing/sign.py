@@ -22,6 +22,7 @@ from xcompat.signing.keys import PublicKey, parse_public_key_line, refusal_for_k
 from xcompat.signing.sshsig import (
     HASH_ALGORITHMS,
     NAMESPACE,
+    SignatureFormatError,
     check_signature,
     parse_signature,
     sign_with_private_key,
@@ -88,20 +89,22 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def signing_public_key(key: Path) -> PublicKey:
-    """The public half of ``key`` (``KEY.pub`` beside a private key, or the key itself)."""
-    candidates = [key] if key.suffix == ".pub" else [Path(str(key) + ".pub")]
-    for cand in candidates:
-        if cand.is_file():
-            try:
-                return parse_public_key_line(cand.read_text(encoding="utf-8").strip(), str(cand))
-            except (WireError, UnicodeDecodeError) as exc:
-                raise InputError(f"not an SSH public key: {exc}", file=str(cand)) from None
+def signing_public_key(key: Path, *, allow_private: bool = True) -> PublicKey | None:
+    """The public half of ``key``: ``KEY.pub`` beside a private key, the key itself when it is
+    a ``.pub``, else (``allow_private``) derived from the private key file. None when it can
+    only be learnt from the signature (an encrypted key that ssh-keygen will unlock)."""
+    cand = key if key.suffix == ".pub" else Path(str(key) + ".pub")
+    if cand.is_file():
+        try:
+            return parse_public_key_line(cand.read_text(encoding="utf-8").strip(), str(cand))
+        except (WireError, UnicodeDecodeError) as exc:
+            raise InputError(f"not an SSH public key: {exc}", file=str(cand)) from None
     if key.suffix != ".pub" and key.is_file():
-        private = _load_private_key(key)
+        if not allow_private:
+            return None
         from xcompat.signing.keys import public_key_from_crypto
 
-        return public_key_from_crypto(private.public_key())
+        return public_key_from_crypto(_load_private_key(key).public_key())
     raise InputError(
         "signing key not found", file=str(key), hint="pass a private key file, or KEY.pub for an agent key"
     )
@@ -154,29 +157,37 @@ def sign_matrix(
     new_data = set_serial(data, new_serial, source=str(matrix_path)) if new_serial != before.serial else data
     load_matrix(new_data, source=str(matrix_path))
 
-    pub = signing_public_key(key)
-    refusal = refusal_for_key_type(pub.key_type)
-    if refusal:
-        raise UsageError(f"{key}: key type {pub.key_type} cannot sign a matrix: {refusal}")
-
     exe = ssh_keygen.find_ssh_keygen()
     if method == "auto":
         method = "ssh-keygen" if exe else "python"
+    if method not in ("ssh-keygen", "python"):
+        raise UsageError(f"unknown signing method {method!r}")
+    # With ssh-keygen an encrypted private key is unlocked by its prompt, so its public
+    # half may only be known from the signature.
+    pub = signing_public_key(key, allow_private=method == "python")
+    if pub is not None:
+        refusal = refusal_for_key_type(pub.key_type)
+        if refusal:
+            raise UsageError(f"{key}: key type {pub.key_type} cannot sign a matrix: {refusal}")
+
     if method == "ssh-keygen":
         armored = ssh_keygen.sign(
             new_data, key, namespace=NAMESPACE, hash_algorithm=hash_algorithm, ssh_keygen=exe
         )
-    elif method == "python":
+    else:
         if key.suffix == ".pub":
             raise UnavailableError(
                 "signing with an agent or security key needs ssh-keygen",
                 hint="install openssh-client, or pass the private key file",
             )
         armored = sign_with_private_key(new_data, _load_private_key(key), hash_algorithm=hash_algorithm)
-    else:
-        raise UsageError(f"unknown signing method {method!r}")
 
-    sig = parse_signature(armored)
+    try:
+        sig = parse_signature(armored)
+    except SignatureFormatError as exc:
+        raise UsageError(f"{key}: {exc}") from None
+    if pub is None:
+        pub = sig.public_key
     if sig.public_key.blob != pub.blob or not check_signature(sig, new_data) or sig.namespace != NAMESPACE:
         raise ToolError("the new signature does not verify against the signing key; nothing was written")
     write_bytes_atomic(matrix_path, new_data)

@@ -27,17 +27,25 @@ class TrustRoot:
     toplevel: Path
 
     def relpath(self, path: str | Path) -> str:
-        """``path`` (a working-tree path) relative to the repository root, in git's form."""
-        p = Path(path)
-        p = (Path.cwd() / p) if not p.is_absolute() else p
-        try:
-            rel = Path(os.path.realpath(p)).relative_to(os.path.realpath(self.toplevel))
-        except ValueError:
-            raise InputError(
-                f"{path} is outside the git repository at {self.toplevel}",
-                hint="with --trust-ref, trusted files must be tracked in the repository",
-            ) from None
-        return rel.as_posix()
+        """``path`` (a working-tree path) relative to the repository root, in git's form.
+
+        Symlinks *inside* the working tree are deliberately not followed: the PR head
+        could turn ``.xcompat/allowed_signers`` into a link to some other file that
+        exists at the trusted commit (a test fixture with a published key, say). Only
+        the part of the path leading to the repository root is resolved.
+        """
+        absolute = Path(os.path.normpath(os.path.join(os.getcwd(), os.fspath(path))))
+        top = Path(os.path.realpath(self.toplevel))
+        parts = absolute.parts
+        for i in range(len(parts), 0, -1):
+            head = Path(*parts[:i])
+            if head == top or Path(os.path.realpath(head)) == top:
+                rel = Path(*parts[i:]) if i < len(parts) else Path(".")
+                return rel.as_posix()
+        raise InputError(
+            f"{path} is outside the git repository at {self.toplevel}",
+            hint="with --trust-ref, trusted files must be tracked in the repository",
+        )
 
     def read(self, path: str | Path) -> bytes | None:
         """The file's bytes at the trusted commit, or None when it does not exist there."""

@@ -98,7 +98,16 @@ def test_cell_artifacts_are_valid_and_name_repository_files_only(sample):
 def test_thresholds_come_from_the_sample_matrix(sample):
     doc = json.loads((sample["out"] / "coverage.json").read_text())
     assert doc["thresholds"]["source"] == "matrix"
-    assert [c["name"] for c in doc["gate"]] == ["overall"] or doc["thresholds"]["overall"] is None
+    from xcompat.coverage.thresholds import thresholds_from_matrix
+
+    declared = thresholds_from_matrix(sample["project"] / ".xcompat" / "matrix.yml")
+    assert {k: doc["thresholds"][k] for k in declared} == declared
+    checks = {c["name"]: c for c in doc["gate"]}
+    assert set(checks) == set(declared)
+    if "diff" in checks:  # no --base-ref here: reported, not failed
+        assert checks["diff"]["passed"] and "no --base-ref" in checks["diff"]["reason"]
+    if "overall" in checks:
+        assert checks["overall"]["passed"] == (doc["totals"]["percent"] >= declared["overall"])
     expected = 0 if doc["status"] == "passed" else 1
     assert sample["merge"].returncode == expected
     md = (sample["out"] / "coverage.md").read_text()

@@ -201,3 +201,31 @@ def test_clock_is_the_only_time_source(workdir, keys):
     assert ours(workdir, allowed_signers=workdir / "expiring", now=before).principal == alice.principal
     with pytest.raises(VerificationError, match="expired"):
         ours(workdir, allowed_signers=workdir / "expiring")  # today: the real clock
+
+
+def test_encrypted_key_without_pub_file(tmp_path, monkeypatch):
+    """ssh-keygen unlocks the key (here through SSH_ASKPASS); the public half comes from the signature."""
+    key = tmp_path / "k"
+    subprocess.run(
+        [ssh_keygen(), "-q", "-t", "ecdsa", "-b", "256", "-N", "pw-123", "-C", "enc@x", "-f", str(key)],
+        check=True,
+    )
+    pub_line = " ".join(Path(str(key) + ".pub").read_text().split()[:2])
+    Path(str(key) + ".pub").unlink()
+    (tmp_path / "matrix.yml").write_text(matrix_text())
+    (tmp_path / "allowed_signers").write_text(f"enc@x {pub_line}\n")
+    askpass = tmp_path / "askpass.sh"
+    askpass.write_text("#!/bin/sh\necho pw-123\n")
+    askpass.chmod(0o755)
+    monkeypatch.setenv("SSH_ASKPASS", str(askpass))
+    monkeypatch.setenv("SSH_ASKPASS_REQUIRE", "force")
+    monkeypatch.setenv("DISPLAY", ":0")
+    res = sign_matrix(tmp_path / "matrix.yml", key, method="ssh-keygen")
+    assert res.method == "ssh-keygen" and ours(tmp_path).principal == "enc@x"
+    from xcompat.errors import UsageError
+
+    with pytest.raises(UsageError, match="passphrase-protected"):
+        sign_matrix(tmp_path / "matrix.yml", key, method="python")
+    monkeypatch.setenv("XCOMPAT_SIGNING_KEY_PASSPHRASE", "pw-123")
+    assert sign_matrix(tmp_path / "matrix.yml", key, method="python").serial_after == 3
+    assert theirs(tmp_path, "enc@x").returncode == 0

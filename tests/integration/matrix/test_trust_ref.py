@@ -139,3 +139,26 @@ def test_outside_a_repository(tmp_path):
         verify_matrix(
             tmp_path / "matrix.yml", allowed_signers=tmp_path / "allowed_signers", trust_ref="HEAD", env={}
         )
+
+
+def test_symlink_in_the_head_cannot_redirect_the_trust_list(repo):
+    """A PR that links allowed_signers to another trusted-commit file holding its key is refused."""
+    root, keys = repo
+    x = root / ".xcompat"
+    # Some file at the trusted commit happens to list a key whose private half the attacker has.
+    (root / "fixtures").mkdir()
+    (root / "fixtures" / "allowed_signers").write_text(keys["mallory"].allowed_line() + "\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "test fixture")
+    (x / "allowed_signers").unlink()
+    (x / "allowed_signers").symlink_to("../fixtures/allowed_signers")
+    sign_matrix(x / "matrix.yml", keys["mallory"].private, method="python")
+    with pytest.raises(VerificationError, match=r"not in allowed_signers \(HEAD:\.xcompat/allowed_signers\)"):
+        verify(root, ref="HEAD")
+
+
+def test_relative_paths_from_a_subfolder(repo, monkeypatch):
+    root, _ = repo
+    monkeypatch.chdir(root / ".xcompat")
+    result = verify_matrix("matrix.yml", allowed_signers="allowed_signers", trust_ref="base", env={})
+    assert result.allowed_signers_source == "base:.xcompat/allowed_signers" and result.unchanged

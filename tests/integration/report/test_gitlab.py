@@ -53,6 +53,14 @@ def test_note_is_created_once_then_updated_in_place(fake_gitlab):
     assert sum(1 for r in fake_gitlab.requests if r["method"] == "GET") >= 4  # paginated lookups
 
 
+def test_a_persons_note_that_starts_with_the_marker_is_left_alone(fake_gitlab):
+    fake_gitlab.add_note(marker() + "\ncopied by hand", author="alice")
+    p = publisher(fake_gitlab)
+    assert p.publish(red_report()).detail == "created on !7"
+    assert p.publish(red_report()).detail == "updated on !7"
+    assert len(fake_gitlab.notes) == 2 and fake_gitlab.notes[0]["body"].endswith("copied by hand")
+
+
 def test_project_path_is_url_encoded(fake_gitlab):
     assert publisher(fake_gitlab, project="group/proj").publish(red_report()).ok
     assert fake_gitlab.requests[-1]["path"] == "/api/v4/projects/group%2Fproj/merge_requests/7/notes"

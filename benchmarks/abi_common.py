@@ -1,0 +1,62 @@
+"""Shared helpers of the ABI benchmarks: inputs cached outside the repository, timing with
+child-process peak memory, medians."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("XCOMPAT_BENCH_CACHE") or Path.home() / ".cache" / "xcompat-bench")
+TORCH_OLD_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+TORCH_NEW_WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+PY = sys.executable
+
+
+def extract(wheel: Path, member: str, label: str) -> Path:
+    """``member`` of ``wheel`` unpacked once into the benchmark cache."""
+    out = CACHE / label / Path(member).name
+    if out.exists():
+        return out
+    if not wheel.exists():
+        raise SystemExit(f"benchmark input {wheel} is missing; put the wheel there or set the paths in {__file__}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, open(f"{out}.part", "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(f"{out}.part", out)
+    return out
+
+
+def run(cmd: list[str], *, stdout=subprocess.DEVNULL, env=None) -> tuple[float, int, int]:
+    """Run ``cmd``; (wall seconds, peak RSS in MB, exit code)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+
+
+def measure(label: str, cmds: list[list[str]], repeat: int) -> tuple[float, int]:
+    """Median wall time of running ``cmds`` one after the other, and the largest peak RSS."""
+    times, peak = [], 0
+    for cmd in cmds:
+        run(cmd)  # warm-up (page cache, bytecode)
+    for _ in range(repeat):
+        total = 0.0
+        for cmd in cmds:
+            wall, rss, _rc = run(cmd)
+            total += wall
+            peak = max(peak, rss)
+        times.append(total)
+    med = statistics.median(times)
+    print(f"  {label:<46} {med:8.3f} s  (min {min(times):.3f}, n={repeat})  peak RSS {peak:5d} MB")
+    return med, peak
+
+
+def xcompat(*args: str) -> list[str]:
+    return [PY, "-m", "xcompat", *args]

@@ -1,0 +1,85 @@
+"""libtorch_cpu.so 2.13.0 -> 2.14.1 (~75,000 exported symbols each).
+
+Compares, in one run on this machine:
+* ``xcompat abi diff`` (whole command: interpreter start, both reads, diff, demangling,
+  JSON written) against ``nm -D --defined-only`` on both files (the goal: within 1.5x);
+* xcompat's ELF reader against pyelftools reading the same symbol and version tables.
+
+    python benchmarks/abi_libtorch_diff.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from abi_common import PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat  # noqa: E402
+
+PYELFTOOLS = r"""
+import sys
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerSymSection, GNUVerNeedSection, GNUVerDefSection
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        elf = ELFFile(fh)
+        dynsym = elf.get_section_by_name(".dynsym")
+        versym = next((s for s in elf.iter_sections() if isinstance(s, GNUVerSymSection)), None)
+        names = {}
+        for s in elf.iter_sections():
+            if isinstance(s, GNUVerDefSection):
+                for vd, auxs in s.iter_versions():
+                    names[vd["vd_ndx"]] = next(auxs).name
+            if isinstance(s, GNUVerNeedSection):
+                for _vn, auxs in s.iter_versions():
+                    for aux in auxs:
+                        names[aux["vna_other"]] = aux.name
+        out = {}
+        for i, sym in enumerate(dynsym.iter_symbols()):
+            if sym["st_shndx"] == "SHN_UNDEF" or sym["st_info"]["bind"] not in ("STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE"):
+                continue
+            v = versym.get_symbol(i)["ndx"] if versym else 0
+            key = sym.name if not isinstance(v, int) or (v & 0x7FFF) <= 1 else sym.name + "@" + names.get(v & 0x7FFF, "")
+            out[key] = (sym["st_info"]["type"], sym["st_size"])
+        print(path, len(out))
+"""
+
+OURS = r"""
+import sys
+from xcompat.abi.elf import read_elf
+for path in sys.argv[1:]:
+    print(path, len(read_elf(path).exports))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip-pyelftools", action="store_true")
+    args = ap.parse_args()
+    old = extract(TORCH_OLD_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.13.0")
+    new = extract(TORCH_NEW_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.14.1")
+    print(f"libtorch_cpu.so: {old.stat().st_size >> 20} MiB -> {new.stat().st_size >> 20} MiB")
+    print("diff of the pair:")
+    nm, nm_rss = measure("nm -D --defined-only (both files)", [
+        ["nm", "-D", "--defined-only", str(old)], ["nm", "-D", "--defined-only", str(new)]], args.repeat)
+    ours, ours_rss = measure("xcompat abi diff --format json", [
+        xcompat("abi", "diff", str(old), str(new), "--format", "json")], args.repeat)
+    print(f"  ratio xcompat / nm: {ours / nm:.2f}x time, {ours_rss / max(nm_rss, 1):.2f}x memory (goal: within 1.5x time)")
+    print("reading .dynsym + version tables of both files (process start included):")
+    reader, _ = measure("xcompat ELF reader", [[PY, "-c", OURS, str(old), str(new)]], args.repeat)
+    if not args.skip_pyelftools:
+        pyelf, _ = measure("pyelftools", [[PY, "-c", PYELFTOOLS, str(old), str(new)]], max(1, args.repeat // 2))
+        print(f"  ratio pyelftools / xcompat reader: {pyelf / reader:.1f}x")
+    # in-process figure without interpreter start, for reference
+    from xcompat.abi.elf import read_elf
+
+    t = time.perf_counter()
+    n = len(read_elf(old).exports) + len(read_elf(new).exports)
+    print(f"  in-process read of both: {time.perf_counter() - t:.3f} s for {n} exported symbols")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""``xcompat run``: the whole pipeline on this machine, ending in report.md/json/html.
+
+Default: the bundled sample project (``examples/sample-ext-v2``, the change under review)
+against its last release (``examples/sample-ext``), with the bundled signed matrix and its
+demo ``allowed_signers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("project", nargs="?", type=Path, default=None,
+                        help="project to check (default: the bundled sample project)")
+    parser.add_argument("--matrix", type=Path, metavar="FILE",
+                        help="signed matrix (default: PROJECT/.xcompat/matrix.yml, else the bundled sample's)")
+    parser.add_argument("--allowed-signers", type=Path, metavar="PATH",
+                        help="trust list (default: next to the matrix: .xcompat/allowed_signers)")
+    parser.add_argument("--baseline", type=Path, metavar="PATH",
+                        help="last release to diff the ABI against: a project folder, wheel, folder of wheels or "
+                             "ABI snapshot (default for the sample: examples/sample-ext)")
+    parser.add_argument("--out", type=Path, default=Path(".xcompat-out"), metavar="DIR",
+                        help="output folder (default: .xcompat-out); replaced whole when the run completes")
+    parser.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda", "rocm", "mps"),
+                        help="device backend for the kernels (default: auto, the fallback chain)")
+    parser.add_argument("--isolate", default="test", choices=("none", "file", "test"),
+                        help="test isolation (default: test)")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-test timeout (default 300)")
+    parser.add_argument("--no-coverage", action="store_true", help="skip the coverage build and merge")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from xcompat.pipeline.runner import resolve_config, run_pipeline
+
+    config = resolve_config(args)
+    return run_pipeline(config)
