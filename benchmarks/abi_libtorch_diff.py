@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat  # noqa: E402
+from abi_common import PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat
 
 PYELFTOOLS = r"""
 import sys

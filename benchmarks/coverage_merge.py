@@ -32,12 +32,16 @@ from pathlib import Path
 NATIVE_SUFFIXES = (".c", ".cpp", ".cu", ".h")
 
 
-def generate(root: Path, cells: int, py_files: int, native_files: int, seed: int = 7) -> dict[str, list[Path]]:
+def generate(
+    root: Path, cells: int, py_files: int, native_files: int, seed: int = 7
+) -> dict[str, list[Path]]:
     from coverage import CoverageData
 
     rng = random.Random(seed)
     py_paths = [f"src/pkg{i % 40}/mod{i}.py" for i in range(py_files)]
-    native_paths = [f"csrc/part{i % 20}/unit{i}{NATIVE_SUFFIXES[i % len(NATIVE_SUFFIXES)]}" for i in range(native_files)]
+    native_paths = [
+        f"csrc/part{i % 20}/unit{i}{NATIVE_SUFFIXES[i % len(NATIVE_SUFFIXES)]}" for i in range(native_files)
+    ]
     statements = {p: sorted(rng.sample(range(1, 160), rng.randint(20, 100))) for p in py_paths + native_paths}
     out: dict[str, list[Path]] = {"coverage": [], "gcovr": [], "xcompat": []}
     checkout = "/builds/group/project"
@@ -60,8 +64,13 @@ def generate(root: Path, cells: int, py_files: int, native_files: int, seed: int
             hits = [cell_rng.choice((0, 0, 1, 3, 12)) for _ in lines]
             lang = {"c": "c", "h": "c", "cpp": "cpp", "cu": "cuda"}[p.rsplit(".", 1)[1]]
             files[p] = {"language": lang, "origin": "gcovr", "lines": lines, "hits": hits}
-            gcovr_files.append({"file": p, "functions": [],
-                                "lines": [{"line_number": n, "count": h, "branches": []} for n, h in zip(lines, hits)]})
+            gcovr_files.append(
+                {
+                    "file": p,
+                    "functions": [],
+                    "lines": [{"line_number": n, "count": h, "branches": []} for n, h in zip(lines, hits)],
+                }
+            )
         data = CoverageData(basename=str(root / f".coverage.cell{c}"))
         data.add_lines(py_lines)
         data.write()
@@ -70,9 +79,20 @@ def generate(root: Path, cells: int, py_files: int, native_files: int, seed: int
         gpath.parent.mkdir(exist_ok=True)
         gpath.write_text(json.dumps({"gcovr/format_version": "0.15", "files": gcovr_files}))
         out["gcovr"].append(gpath)
-        artifact = {"version": 1, "kind": "coverage", "cell_id": f"cell{c}", "status": "passed", "summary": "",
-                    "source_root": checkout, "tools": {}, "files": files, "unmapped": [], "unmapped_total": 0,
-                    "warnings": [], "errors": []}
+        artifact = {
+            "version": 1,
+            "kind": "coverage",
+            "cell_id": f"cell{c}",
+            "status": "passed",
+            "summary": "",
+            "source_root": checkout,
+            "tools": {},
+            "files": files,
+            "unmapped": [],
+            "unmapped_total": 0,
+            "warnings": [],
+            "errors": [],
+        }
         apath = root / "cells" / f"cell{c}.json"
         apath.parent.mkdir(exist_ok=True)
         apath.write_text(json.dumps(artifact, separators=(",", ":")))
@@ -99,16 +119,35 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="xcompat-bench-cov-") as tmp:
         root = Path(tmp)
         t = timed(lambda: generate(root, args.cells, args.py_files, args.native_files))
-        data = {k: sorted((root / d).glob(g)) for k, d, g in
-                (("coverage", ".", ".coverage.cell*"), ("gcovr", "gcovr", "*.json"), ("xcompat", "cells", "*.json"))}
+        data = {
+            k: sorted((root / d).glob(g))
+            for k, d, g in (
+                ("coverage", ".", ".coverage.cell*"),
+                ("gcovr", "gcovr", "*.json"),
+                ("xcompat", "cells", "*.json"),
+            )
+        }
         size = sum(p.stat().st_size for p in data["xcompat"]) / 1e6
-        print(f"generated {args.cells} cells x {args.py_files + args.native_files} files in {t:.1f}s "
-              f"(xcompat artifacts {size:.1f} MB)")
+        print(
+            f"generated {args.cells} cells x {args.py_files + args.native_files} files in {t:.1f}s "
+            f"(xcompat artifacts {size:.1f} MB)"
+        )
 
         def coverage_combine() -> None:
-            subprocess.run([sys.executable, "-m", "coverage", "combine", "--keep", "-q",
-                            f"--data-file={root / '.coverage.combined'}", *map(str, data["coverage"])],
-                           check=True, cwd=root)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "coverage",
+                    "combine",
+                    "--keep",
+                    "-q",
+                    f"--data-file={root / '.coverage.combined'}",
+                    *map(str, data["coverage"]),
+                ],
+                check=True,
+                cwd=root,
+            )
 
         def gcovr_merge() -> None:
             cmd = [sys.executable, "-m", "gcovr", "-r", str(root)]
@@ -132,9 +171,11 @@ def main() -> int:
         t_x = timed(xcompat_merge)
         print(f"xcompat coverage merge  {t_x:8.2f} s  (Cobertura + JSON + Markdown)")
         both = t_cov + t_gcovr
-        print(f"ratio xcompat / (coverage combine + gcovr) = {t_x / both:.3f}  "
-              f"({both / t_x:.1f}x faster)" if t_x < both else
-              f"ratio xcompat / (coverage combine + gcovr) = {t_x / both:.3f}  (slower)")
+        print(
+            f"ratio xcompat / (coverage combine + gcovr) = {t_x / both:.3f}  ({both / t_x:.1f}x faster)"
+            if t_x < both
+            else f"ratio xcompat / (coverage combine + gcovr) = {t_x / both:.3f}  (slower)"
+        )
         print(f"ratio xcompat / coverage combine = {t_x / t_cov:.3f}; xcompat / gcovr = {t_x / t_gcovr:.3f}")
         return 0 if t_x <= both else 1
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,17 +41,25 @@ frameworks:
 """
 
 
+CPU: dict[str, list[float]] = {}
+
+
 def timed(
-    cmd: list[str], runs: int, stdin: Path | None = None, env: dict[str, str] | None = None
+    cmd: list[str], runs: int, stdin: Path | None = None, env: dict[str, str] | None = None, name: str = ""
 ) -> list[float]:
+    """Wall times; the child's CPU time (user+sys, less sensitive to a busy machine) goes to CPU[name]."""
     times = []
     for _ in range(runs):
         with open(stdin or os.devnull, "rb") as fh:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             proc = subprocess.run(
                 cmd, stdin=fh, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False
             )
             times.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            CPU.setdefault(name, []).append(cpu)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
     return times
@@ -150,18 +159,30 @@ def main() -> int:
                 ("help", help_cmd, None),
                 ("ssh-keygen -Y verify", keygen_verify, matrix),
             ):
-                rows.setdefault(name, []).extend(timed(cmd, 1, stdin=stdin, env=env))
+                rows.setdefault(name, []).extend(timed(cmd, 1, stdin=stdin, env=env, name=name))
         rows["verify+plan"] = [a + b for a, b in zip(rows["verify"], rows["plan"])]
+        CPU["verify+plan"] = [a + b for a, b in zip(CPU["verify"], CPU["plan"])]
 
-    print(f"1,000-cell matrix, {args.runs} runs each, whole-process wall time (ms)")
-    print(f"{'command':<24} {'median':>8} {'best':>8}")
+    load = os.getloadavg()[0]
+    print(
+        f"1,000-cell matrix, {args.runs} runs each, whole process (ms); "
+        f"load average {load:.2f} on {os.cpu_count()} CPUs"
+    )
+    print(f"{'command':<24} {'wall median':>12} {'wall best':>10} {'CPU median':>11}")
     for name in ("verify", "plan", "verify+plan", "help", "ssh-keygen -Y verify"):
-        t = rows[name]
-        print(f"{name:<24} {statistics.median(t) * 1000:8.1f} {min(t) * 1000:8.1f}")
+        t, c = rows[name], CPU[name]
+        print(
+            f"{name:<24} {statistics.median(t) * 1000:12.1f} {min(t) * 1000:10.1f} "
+            f"{statistics.median(c) * 1000:11.1f}"
+        )
     ref = statistics.median(rows["ssh-keygen -Y verify"])
+    ref_cpu = statistics.median(CPU["ssh-keygen -Y verify"])
     print()
     for name in ("verify", "verify+plan", "help"):
-        print(f"ratio {name} / ssh-keygen -Y verify (median): {statistics.median(rows[name]) / ref:.2f}x")
+        print(
+            f"ratio {name} / ssh-keygen -Y verify: wall {statistics.median(rows[name]) / ref:.1f}x, "
+            f"CPU {statistics.median(CPU[name]) / max(ref_cpu, 1e-4):.1f}x"
+        )
     print(
         f"targets: verify+plan < 500 ms ({statistics.median(rows['verify+plan']) * 1000:.0f}), "
         f"--help < 150 ms ({statistics.median(rows['help']) * 1000:.0f})"

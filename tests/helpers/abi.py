@@ -109,11 +109,12 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
 
 
-def build_demo_library(version: str) -> Path:
-    """``libdemo.so`` v1 or v2 (see DEMO_V1 / DEMO_V2 for what changes)."""
+def build_demo_library(version: str, *, debug: bool = False) -> Path:
+    """``libdemo.so`` v1 or v2 (see DEMO_V1 / DEMO_V2 for what changes); ``debug`` adds -g."""
     src, script, soname = {"v1": (DEMO_V1, SCRIPT_V1, "libdemo.so.1"), "v2": (DEMO_V2, SCRIPT_V2, "libdemo.so.2")}[version]
     extra = ["-Wl,--no-as-needed", "-lrt"] if version == "v2" else []
-    d = _cached(f"demo-{version}", _key(src, script, soname, extra))
+    extra += ["-g"] if debug else []
+    d = _cached(f"demo-{version}{'-g' if debug else ''}", _key(src, script, soname, extra))
     out = d / "libdemo.so"
     if not out.exists():
         (d / "demo.cpp").write_text(src)
@@ -176,7 +177,7 @@ def make_wheel(
     """Write a minimal, valid wheel holding ``files`` (arcname -> path, text or bytes)."""
     dest.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires_dist]

@@ -334,6 +334,8 @@ def _run_steps(action: dict[str, Any], action_dir: Path, inputs: dict[str, str],
         **(github or {}),
     }
     runner_ctx = {"os": runner_os, "arch": "X64", "temp": str(temp), "name": "test-runner"}
+    event_path = temp / "event.json"
+    event_path.write_text(json.dumps(github_ctx["event"]), encoding="utf-8")
     base_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("GITHUB_", "RUNNER_", "INPUT_", "XCOMPAT_", "CI_", "GITLAB"))}
     base_env.update({
@@ -341,7 +343,8 @@ def _run_steps(action: dict[str, Any], action_dir: Path, inputs: dict[str, str],
         "GITHUB_ACTION_PATH": str(action_dir), "GITHUB_EVENT_NAME": github_ctx["event_name"],
         "GITHUB_REF": github_ctx["ref"], "GITHUB_REF_NAME": github_ctx["ref_name"],
         "GITHUB_REF_TYPE": github_ctx["ref_type"], "GITHUB_REPOSITORY": github_ctx["repository"],
-        "GITHUB_SHA": github_ctx["sha"], "RUNNER_TEMP": str(temp), "RUNNER_OS": runner_os,
+        "GITHUB_SHA": github_ctx["sha"], "GITHUB_EVENT_PATH": str(event_path), "GITHUB_RUN_ID": github_ctx["run_id"],
+        "GITHUB_SERVER_URL": "https://github.com", "RUNNER_TEMP": str(temp), "RUNNER_OS": runner_os,
         **(env or {}),
     })
 

@@ -115,19 +115,32 @@ def build_tiny_cell(project: Path, work: Path, cell: str) -> dict[str, Path]:
     include = sysconfig.get_paths()["include"]
     source = build_copy / "src" / "tinypkg" / "_native.c"
     obj = objdir / "_native.o"
-    subprocess.run(["gcc", "-O0", "--coverage", "-fPIC", f"-I{include}", "-c", str(source), "-o", str(obj)],
-                   check=True, cwd=objdir)
-    subprocess.run(["gcc", "-shared", "--coverage", str(obj), "-o", str(site / "tinypkg" / f"_native{suffix}")],
-                   check=True)
+    subprocess.run(
+        ["gcc", "-O0", "--coverage", "-fPIC", f"-I{include}", "-c", str(source), "-o", str(obj)],
+        check=True,
+        cwd=objdir,
+    )
+    subprocess.run(
+        ["gcc", "-shared", "--coverage", str(obj), "-o", str(site / "tinypkg" / f"_native{suffix}")],
+        check=True,
+    )
     data = work / f".coverage.{cell}"
     env = {**os.environ, "PYTHONPATH": str(site), "COVERAGE_FILE": str(data)}
-    subprocess.run([sys.executable, "-m", "coverage", "run", "--source=tinypkg",
-                    str(project / "tests" / f"{cell}.py")], check=True, env=env, cwd=work)
+    subprocess.run(
+        [sys.executable, "-m", "coverage", "run", "--source=tinypkg", str(project / "tests" / f"{cell}.py")],
+        check=True,
+        env=env,
+        cwd=work,
+    )
     return {"data": data, "build": objdir, "site": site}
 
 
-def synthetic_artifact(cell_id: str | None, files: dict[str, tuple[list[int], list[int]]],
-                       *, language: dict[str, str] | None = None) -> dict[str, Any]:
+def synthetic_artifact(
+    cell_id: str | None,
+    files: dict[str, tuple[list[int], list[int]]],
+    *,
+    language: dict[str, str] | None = None,
+) -> dict[str, Any]:
     from xcompat.coverage.languages import language_of
 
     return {
@@ -160,20 +173,34 @@ def write_artifact(path: Path, document: dict[str, Any]) -> Path:
     return path
 
 
-def run_xcompat(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_xcompat(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     for key in ("GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         if env is None or key not in env:
             full_env.pop(key, None)
-    return subprocess.run([sys.executable, "-m", "xcompat", *args], capture_output=True, text=True, cwd=cwd,
-                          env=full_env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "xcompat", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        check=False,
+    )
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 # -- the bundled sample project, built with gcov instrumentation ---------------------------
@@ -210,7 +237,9 @@ def build_sample_with_coverage(project: Path) -> Path:
 
     import torch
 
-    gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
+    gcc = subprocess.run(
+        ["gcc", "-dumpfullversion"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     key = source_hash(project, f"{sys.version}|{torch.__version__}|{gcc}|coverage-O0")
     root = cache_root() / f"coverage-sample-ext-{key}"
     done = root / ".built"
@@ -221,12 +250,28 @@ def build_sample_with_coverage(project: Path) -> Path:
             return root / "src"
         shutil.rmtree(root, ignore_errors=True)
         src = root / "src"
-        shutil.copytree(project, src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.so", "*.egg-info",
-                                                                     ".pytest_cache"))
-        env = {**os.environ, "CFLAGS": "--coverage -O0", "CXXFLAGS": "--coverage -O0", "LDFLAGS": "--coverage",
-               "SAMPLE_EXT_CUDA": "0", "MAX_JOBS": "1", "SAMPLE_EXT_CCACHE": "0"}
-        proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "--build-temp", "build/temp"],
-                              cwd=src, env=env, capture_output=True, text=True, check=False)
+        shutil.copytree(
+            project,
+            src,
+            ignore=shutil.ignore_patterns("__pycache__", "build", "*.so", "*.egg-info", ".pytest_cache"),
+        )
+        env = {
+            **os.environ,
+            "CFLAGS": "--coverage -O0",
+            "CXXFLAGS": "--coverage -O0",
+            "LDFLAGS": "--coverage",
+            "SAMPLE_EXT_CUDA": "0",
+            "MAX_JOBS": "1",
+            "SAMPLE_EXT_CCACHE": "0",
+        }
+        proc = subprocess.run(
+            [sys.executable, "setup.py", "build_ext", "--inplace", "--build-temp", "build/temp"],
+            cwd=src,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
             raise RuntimeError(f"coverage build of {project} failed:\n{tail}")
@@ -248,17 +293,49 @@ def run_sample_tests(built: Path, work: Path, tests: list[str], *, cell: str) ->
     shutil.copytree(built, copy, symlinks=True)
     strip = len(built.parts) - 2  # folders above "src" in the compile-time paths (parts[0] is "/")
     data = work / f".coverage.{cell}"
-    env = {**os.environ, "PYTHONPATH": str(copy), "COVERAGE_FILE": str(data), "GCOV_PREFIX": str(work),
-           "GCOV_PREFIX_STRIP": str(strip), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "coverage", "run", "--source=sample_ext", "-m", "pytest", "-q",
-                           "-p", "no:cacheprovider", "-o", "addopts=", "--import-mode=importlib",
-                           *[str(copy / t) for t in tests]],
-                          cwd=work, env=env, capture_output=True, text=True, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(copy),
+        "COVERAGE_FILE": str(data),
+        "GCOV_PREFIX": str(work),
+        "GCOV_PREFIX_STRIP": str(strip),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            "--source=sample_ext",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--import-mode=importlib",
+            *[str(copy / t) for t in tests],
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     # 0: all passed, 1: some of the sample's own tests failed (their coverage still counts);
     # anything else (crash, usage error, no tests) means there is no data worth checking.
     if proc.returncode not in (0, 1) or not data.is_file():
-        raise RuntimeError(f"sample tests did not run in cell {cell} (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"sample tests did not run in cell {cell} (exit {proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+        )
     if not list(copy.rglob("*.gcda")):
         raise RuntimeError(f"no .gcda files under {copy}: GCOV_PREFIX redirection did not work")
-    return {"data": data, "gcov_root": copy / "build", "pytest_exit": proc.returncode, "pytest_tail": proc.stdout[-800:]}
+    return {
+        "data": data,
+        "gcov_root": copy / "build",
+        "pytest_exit": proc.returncode,
+        "pytest_tail": proc.stdout[-800:],
+    }

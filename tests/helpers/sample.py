@@ -61,7 +61,7 @@ def _source_files(root: Path) -> Iterator[Path]:
 
 def _tool_version(argv: list[str]) -> str:
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "absent"
     lines = [line for line in out.splitlines() if line.strip()]

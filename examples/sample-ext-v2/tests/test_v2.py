@@ -6,7 +6,6 @@ import inspect
 import zlib
 
 import pytest
-
 import sample_ext
 from sample_ext import _core, _core_abi3
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import zlib
 
 import pytest
-
 import sample_ext
 from sample_ext import _core, _core_abi3
 

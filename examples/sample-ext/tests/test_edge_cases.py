@@ -12,11 +12,11 @@ import pytest
 torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from xcompat.testing.reference import assert_matches_reference, assert_mixed_device_raises  # noqa: E402
-from xcompat.testing.strategies import same_shape_tensors  # noqa: E402
+from xcompat.testing.reference import assert_matches_reference, assert_mixed_device_raises
+from xcompat.testing.strategies import same_shape_tensors
 
 try:
     import sample_ext

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import sample_ext  # noqa: E402
+import sample_ext
 
 
 def reference(a, b, alpha: float):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from xcompat.abi.diff import AbiDiff
     from xcompat.abi.manifest import Manifest
 
-__all__ = ["diff_paths", "required_bump_for_versions", "load_manifest", "policy_from_matrix"]
+__all__ = ["diff_paths", "load_manifest", "policy_from_matrix", "required_bump_for_versions"]
 
 # Inputs bigger than this (both sides together) are read in two processes at once.
 PARALLEL_THRESHOLD_BYTES = 64 << 20
@@ -101,6 +101,9 @@ def diff_paths(
 
     pol = make_policy(policy)
     a, b = _load_pair(Path(old), Path(new), {"python_api": python_api, "torch_ops": torch_ops}, parallel)
+    from xcompat.abi.load import align_keys
+
+    align_keys(a, b)
     bump = None
     if against_version:
         if not a.version or not b.version:

@@ -33,6 +33,15 @@ class LibraryInterface:
     unchecked: list[str] = field(default_factory=list)
     # set by the readers; None means "not known yet, look at the exports"
     python_extension: bool | None = None
+    debug_info: bool | None = None
+    # exported data objects (incl. TLS) -> st_size; filled by the ELF reader in its one pass
+    _objects: dict[str, int] | None = None
+
+    @property
+    def object_sizes(self) -> dict[str, int]:
+        if self._objects is None:
+            self._objects = {k: s for k, (t, s) in self.exports.items() if t in "oOtT"}
+        return self._objects
 
     @property
     def is_python_extension(self) -> bool:

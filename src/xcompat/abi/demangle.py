@@ -19,26 +19,28 @@ from functools import lru_cache
 
 @lru_cache(maxsize=1)
 def _runtime():
-    for name in ("stdc++", "c++", "c++abi"):
-        found = ctypes.util.find_library(name)
-        candidates = [found] if found else []
-        candidates += {"stdc++": ["libstdc++.so.6"], "c++": ["libc++.1.dylib", "libc++.so.1"]}.get(name, [])
-        for cand in candidates:
-            try:
-                lib = ctypes.CDLL(cand)
-                fn = lib.__cxa_demangle
-            except (OSError, AttributeError):
-                continue
-            fn.restype = ctypes.c_void_p
-            fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-            libc.free.argtypes = [ctypes.c_void_p]
-            return fn, libc.free
+    # Well-known names first: ctypes.util.find_library may run gcc/ldconfig (hundreds of ms).
+    import itertools
+
+    well_known = ["libstdc++.so.6", "libc++.1.dylib", "libc++.so.1", "libc++abi.dylib"]
+    searched = (ctypes.util.find_library(x) for x in ("stdc++", "c++"))  # lazy: only if needed
+    for cand in itertools.chain(well_known, searched):
+        if not cand:
+            continue
+        try:
+            fn = ctypes.CDLL(cand).__cxa_demangle
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
+        free = ctypes.CDLL(None).free  # the C library this process already uses
+        free.argtypes = [ctypes.c_void_p]
+        return fn, free
     return None
 
 
 def _mangled(name: str) -> bool:
-    return name.startswith("_Z") or name.startswith("__Z")
+    return name.startswith(("_Z", "__Z"))
 
 
 def demangle(name: str) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xcompat.abi import noise
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.manifest import Manifest
-from xcompat.abi.rules import BUMP_RANK, Bump, Policy, make_policy, worst
 from xcompat.abi.noise import unhashed_name
+from xcompat.abi.rules import BUMP_RANK, Bump, Policy, make_policy, worst
 
 RESULT_VERSION = 1
 WHEEL = "(wheel)"
@@ -172,6 +172,15 @@ def diff_manifests(
         diff_torch_ops(old.torch_ops, new.torch_ops, c.add)
     elif old.torch_ops is not None or new.torch_ops is not None:
         unchecked.append("torch operator schemas: extracted on one side only; not compared")
+    if old.kind == "library" and new.kind == "library" and len(old.libraries) == 1 and len(new.libraries) == 1:
+        from pathlib import Path
+
+        from xcompat.abi.abigail import run_abidiff
+
+        (la,), (lb,) = old.libraries.values(), new.libraries.values()
+        if la.format == "elf" and lb.format == "elf":
+            run_abidiff(Path(old.source), Path(new.source), c.add, unchecked,
+                        old_debug=bool(la.debug_info), new_debug=bool(lb.debug_info))
     findings = tuple(c.finish())
     return AbiDiff(
         old=old,
@@ -276,12 +285,12 @@ def _diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
             c.add("symbol_added", key, sym, f"{sym} is newly exported")
     # st_size of data objects: a layout signal available without debug info. The set
     # difference of the item views runs in C and leaves only symbols whose (type, size) differ.
-    for sym, (ta, sa) in ea.items() - eb.items():
-        if sym not in eb:
+    oa, ob = a.object_sizes, b.object_sizes
+    for sym, sa in oa.items() - ob.items():
+        sb = ob.get(sym)
+        if sb is None or sa == sb or not sa or not sb:
             continue
-        tb, sb = eb[sym]
-        if sa == sb or ta not in "oOtT" or tb not in "oOtT" or not sa or not sb:
-            continue
+        ta, tb = ea[sym][0], eb[sym][0]
         if noise.classify(sym, a, extension=extension, weak=ta.isupper() and tb.isupper()):
             c.filtered["size-noise"] += 1
             continue
@@ -307,9 +316,9 @@ def max_needed(lib: LibraryInterface, prefix: str) -> str | None:
     best: str | None = None
     for versions in lib.version_needs.values():
         for v in versions:
-            if v.startswith(prefix) and v[len(prefix) : len(prefix) + 1].isdigit():
-                if best is None or _vtuple(v) > _vtuple(best):
-                    best = v
+            numbered = v.startswith(prefix) and v[len(prefix) : len(prefix) + 1].isdigit()
+            if numbered and (best is None or _vtuple(v) > _vtuple(best)):
+                best = v
     return best
 
 
@@ -342,11 +351,10 @@ def _diff_floors(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collect
     if a.macos_target and b.macos_target and _vtuple(b.macos_target) > _vtuple(a.macos_target):
         c.add("macos_target_raised", key, None, f"macOS deployment target {a.macos_target} -> {b.macos_target}",
               old=a.macos_target, new=b.macos_target)
-    if a.numpy_target != b.numpy_target and a.numpy_target and b.numpy_target:
-        if _vtuple(b.numpy_target) > _vtuple(a.numpy_target):
-            c.add("numpy_capi_target_changed", key, None,
-                  f"compiled against the NumPy {a.numpy_target} C-API before, {b.numpy_target} now: "
-                  f"users need numpy>={b.numpy_target}", old=a.numpy_target, new=b.numpy_target)
+    if a.numpy_target and b.numpy_target and _vtuple(b.numpy_target) > _vtuple(a.numpy_target):
+        c.add("numpy_capi_target_changed", key, None,
+              f"compiled against the NumPy {a.numpy_target} C-API before, {b.numpy_target} now: "
+              f"users need numpy>={b.numpy_target}", old=a.numpy_target, new=b.numpy_target)
 
 
 def _diff_abi3(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collector) -> None:
@@ -370,7 +378,7 @@ def _diff_cuda(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collector
     if a.cuda_archs is None and b.cuda_archs is None:
         return
     sa, sb = set(a.cuda_archs or ()), set(b.cuda_archs or ())
-    ptx_b = sorted((int(x.split("_")[1]) for x in sb if x.startswith("compute_")))
+    ptx_b = sorted(int(x.split("_")[1]) for x in sb if x.startswith("compute_"))
     for arch in sorted(sa - sb, key=lambda x: int(x.split("_")[1])):
         num = int(arch.split("_")[1])
         fallback = [p for p in ptx_b if p <= num]
@@ -459,7 +467,7 @@ def _py(n: int) -> str:
     return f"{s[0]}.{s[1:]}"
 
 
-_PY_CANDIDATES = [f"{major}.{minor}{patch}" for major in (2, 3) for minor in range(0, 21) for patch in ("", ".0", ".99")]
+_PY_CANDIDATES = [f"{major}.{minor}{patch}" for major in (2, 3) for minor in range(21) for patch in ("", ".0", ".99")]
 
 
 def _diff_requires(old: Manifest, new: Manifest, c: _Collector) -> None:
@@ -467,6 +475,8 @@ def _diff_requires(old: Manifest, new: Manifest, c: _Collector) -> None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.utils import canonicalize_name
 
+    if not (old.requires_python or new.requires_python or old.requires_dist or new.requires_dist):
+        return
     if old.requires_python != new.requires_python and old.kind != "library" and new.kind != "library":
         try:
             sa = SpecifierSet(old.requires_python or "")

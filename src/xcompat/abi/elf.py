@@ -106,16 +106,24 @@ def read_elf(
         except ValueError:
             raise ElfError(f"{name}: empty file, not an ELF object") from None
         try:
-            return _read(mm, name, want_fatbin, symbols)
+            info = _read(mm, name, want_fatbin, symbols)
         finally:
             mm.close()
+    if want_fatbin and any(".nv_fatbin" in u for u in info.unchecked):
+        from xcompat.abi.fatbin import cuobjdump_archs
+
+        archs = cuobjdump_archs(str(path))
+        if archs is not None:
+            info.cuda_archs = archs
+            info.unchecked = [u for u in info.unchecked if ".nv_fatbin" not in u]
+    return info
 
 
 def read_elf_bytes(data: bytes, *, display_name: str = "<bytes>", want_fatbin: bool = True) -> ElfInterface:
     return _read(memoryview(data), display_name, want_fatbin)
 
 
-def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterface:  # noqa: C901 - one linear parse
+def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterface:
     size = len(buf)
     if bytes(buf[:4]) != ELF_MAGIC:
         raise ElfError(f"{name}: not an ELF file (bad magic at offset 0)")
@@ -186,6 +194,7 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterfa
                     info.runpath = tuple(p for p in text.split(":") if p)
         info.needed = tuple(needed)
 
+    info.debug_info = b".debug_info" in names
     if not symbols:
         return info
     # --- version definitions and needs ----------------------------------------------------
@@ -290,6 +299,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     # Hot loop: kept flat on purpose (one tuple per symbol from iter_unpack, no attribute lookups).
     f_name, f_info, f_other, f_shndx, f_size = lay.sym_fields
     exports: dict[str, tuple[str, int]] = {}
+    objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
     find = strtab.find
     tlen = len(strtab)
@@ -323,8 +333,12 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
                 vn = ver_names.get(v & 0x7FFF)
                 if vn is not None:
                     sym = f"{sym}@{vn[0]}"
-        exports[sym] = (type_char[st_info], s[f_size])
+        tc = type_char[st_info]
+        exports[sym] = (tc, s[f_size])
+        if tc in "oOtT":
+            objects[sym] = s[f_size]
     info.exports = exports
+    info._objects = objects
     info.imports = imports
     # A CPython extension module exports PyInit_<name>; a bytes search is cheaper than a key scan.
     info.python_extension = b"PyInit_" in strtab and any(k.startswith("PyInit_") for k in exports)

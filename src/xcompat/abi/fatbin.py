@@ -15,6 +15,7 @@ several hundred megabytes of device code cost only the pages of the entry header
 
 from __future__ import annotations
 
+import re
 import struct
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -61,3 +62,31 @@ def fatbin_archs(buf, start: int = 0, end: int | None = None, *, name: str = "<f
 def _arch_key(arch: str) -> tuple[int, str]:
     kind, _, num = arch.partition("_")
     return (int(num) if num.isdigit() else 0, kind)
+
+
+_LISTING = re.compile(r"^(ELF|PTX) file\s+\d+:\s+\S*?\.(sm_\d+[a-z]?)\.(?:cubin|ptx)\s*$", re.MULTILINE)
+
+
+def parse_cuobjdump_listing(text: str) -> tuple[str, ...]:
+    """Architectures in ``cuobjdump --list-elf --list-ptx`` output
+    (``ELF file 1: x.1.sm_80.cubin`` -> ``sm_80``; ``PTX file 1: x.1.sm_90.ptx`` -> ``compute_90``)."""
+    found = set()
+    for kind, arch in _LISTING.findall(text):
+        num = re.sub(r"\D", "", arch)
+        found.add(f"sm_{num}" if kind == "ELF" else f"compute_{num}")
+    return tuple(sorted(found, key=_arch_key))
+
+
+def cuobjdump_archs(path: str) -> tuple[str, ...] | None:
+    """Ask ``cuobjdump`` (when installed) for the architectures: the fallback when the fat
+    binary container is in a layout this parser does not know."""
+    import shutil
+    import subprocess
+
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        return None
+    proc = subprocess.run([tool, "--list-elf", "--list-ptx", path], capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        return None
+    return parse_cuobjdump_listing(proc.stdout)

@@ -101,7 +101,7 @@ def locate_torch(spec: str | Path) -> TorchInstall:
     version = None
     vfile = torch_dir / "version.py"
     if vfile.exists():
-        m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", vfile.read_text(encoding="utf-8", errors="replace"), re.M)
+        m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", vfile.read_text(encoding="utf-8", errors="replace"), re.MULTILINE)
         version = m.group(1) if m else None
     libs: dict[str, Path] = {}
     lib_dir = torch_dir / "lib"

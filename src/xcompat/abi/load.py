@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Literal
@@ -110,11 +111,40 @@ def _installable_here(tags: tuple[str, ...]) -> bool:
     return not tags or any(t in supported for t in tags)
 
 
+_ARCH = re.compile(r"^(?:manylinux_\d+_\d+|manylinux\d+|musllinux_\d+_\d+|macosx_\d+_\d+|win|linux)_(?P<arch>.+)$")
+
+
+def _wheel_arch(filename: str) -> str:
+    """``..._x86_64.whl`` -> ``x86_64``: libraries of a folder of wheels are keyed by
+    architecture, so a raised glibc floor in the platform tag does not unpair them."""
+    return platform_arch(filename[:-4].split("-")[-1])
+
+
+def platform_arch(platform_tag: str) -> str:
+    plat = platform_tag.split(".")[0]
+    m = _ARCH.match(plat)
+    return m.group("arch") if m else plat
+
+
+def align_keys(a: Manifest, b: Manifest) -> None:
+    """Give a single wheel's libraries the ``<arch>/`` prefix a folder of wheels uses, when
+    one side is a folder and the other a wheel (or a snapshot of one)."""
+    def folder(m: Manifest) -> bool:
+        return m.kind == "wheels" or (m.kind == "snapshot" and m.origin_kind == "wheels")
+
+    if not any(folder(m) for m in (a, b)):
+        return
+    sides = [m for m in (a, b) if not folder(m) and m.kind in ("wheel", "snapshot") and m.tags]
+    for m in sides:
+        if any("/" in k and k.split("/", 1)[0] in {platform_arch(t.split("-")[-1]) for t in m.tags} for k in m.libraries):
+            continue  # already prefixed (a snapshot of a folder)
+        arch = platform_arch(m.tags[0].split("-")[-1])
+        m.libraries = {f"{arch}/{k}": v for k, v in m.libraries.items()}
+
+
 def _load_dir(path: Path, *, python_api: Toggle, torch_ops: Toggle) -> Manifest:
     wheels = sorted(path.glob("*.whl"))
     if wheels:
-        if len(wheels) == 1:
-            return _load_wheel(wheels[0], python_api=python_api, torch_ops=torch_ops)
         from packaging.tags import sys_tags
 
         supported = {str(t) for t in sys_tags()}
@@ -129,9 +159,9 @@ def _load_dir(path: Path, *, python_api: Toggle, torch_ops: Toggle) -> Manifest:
             merged.requires_python = md.requires_python
             merged.requires_dist = md.requires_dist
             merged.tags = tuple(sorted(set(merged.tags) | set(md.tags)))
-            plat = whl.name[:-4].split("-")[-1]
+            arch = _wheel_arch(whl.name)
             for key, lib in contents.libraries.items():
-                merged.libraries.setdefault(f"{plat}/{key}", lib)
+                merged.libraries.setdefault(f"{arch}/{key}", lib)
                 merged.unchecked.extend(lib.unchecked)
             if not api_done and any(t in supported for t in md.tags):
                 api_done = True

@@ -102,7 +102,7 @@ def read_macho_buffer(buf, name: str) -> list[LibraryInterface]:
     return [_read_thin(buf, name)]
 
 
-def _read_thin(buf, name: str) -> LibraryInterface:  # noqa: C901 - one linear parse
+def _read_thin(buf, name: str) -> LibraryInterface:
     head = bytes(buf[:4])
     if head == b"\xcf\xfa\xed\xfe":
         order, is64 = "<", True
@@ -169,8 +169,7 @@ def _read_thin(buf, name: str) -> LibraryInterface:  # noqa: C901 - one linear p
         end = strtab.find(b"\0", strx)
         sym = strtab[strx : end if end >= 0 else strsize].decode("utf-8", "replace")
         # Mach-O C symbols carry a leading underscore; strip it so names match ELF's.
-        if sym.startswith("_"):
-            sym = sym[1:]
+        sym = sym.removeprefix("_")
         if ntype & N_TYPE == N_UNDF:
             imports[sym] = (bool(desc & N_WEAK_REF), None, None)
         elif not ntype & N_PEXT:

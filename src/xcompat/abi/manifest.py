@@ -39,6 +39,8 @@ class Manifest:
     # "ns::op.overload" -> schema string; None when not extracted
     torch_ops: dict[str, str] | None = None
     unchecked: list[str] = field(default_factory=list)
+    # for a snapshot: what it was taken of ("wheel", "wheels", "library")
+    origin_kind: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The short description that goes into a diff result's ``old`` / ``new``."""
@@ -58,7 +60,7 @@ class Manifest:
             "version": MANIFEST_VERSION,
             "kind": "abi-snapshot",
             "source": self.source,
-            "source_kind": self.kind,
+            "source_kind": self.origin_kind or self.kind,
             "name": self.name,
             "dist_version": self.version,
             "tags": list(self.tags),
@@ -93,6 +95,7 @@ class Manifest:
                 python_api=data.get("python_api"),
                 torch_ops=data.get("torch_ops"),
                 unchecked=list(data.get("unchecked", ())),
+                origin_kind=data.get("source_kind"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ManifestError(f"{source}: malformed ABI snapshot ({type(exc).__name__}: {exc})") from None
@@ -116,6 +119,7 @@ def _lib_to_dict(lib: LibraryInterface) -> dict[str, Any]:
         "numpy_target": lib.numpy_target,
         "macos_target": lib.macos_target,
         "python_extension": lib.is_python_extension,
+        "debug_info": lib.debug_info,
     }
 
 
@@ -136,6 +140,7 @@ def _lib_from_dict(key: str, d: dict[str, Any]) -> LibraryInterface:
         numpy_target=d.get("numpy_target"),
         macos_target=d.get("macos_target"),
         python_extension=d.get("python_extension"),
+        debug_info=d.get("debug_info"),
     )
 
 

@@ -104,4 +104,4 @@ def audit_stable(target: str | Path, *, require_stable: bool = False, limit: int
     }
 
 
-__all__ = ["audit_stable", "classify_import", "LinkInputError"]
+__all__ = ["LinkInputError", "audit_stable", "classify_import"]

@@ -36,7 +36,7 @@ class ElfSymbolIndex:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._fh = open(path, "rb")
+        self._fh = open(path, "rb")  # noqa: SIM115 - kept open for the index's lifetime; closed by close()
         try:
             self._mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:

@@ -48,7 +48,8 @@ class WheelMetadata:
 
 
 def parse_wheel_filename(filename: str) -> tuple[str, str, tuple[str, ...]]:
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename as parse
+    from packaging.utils import InvalidWheelFilename
+    from packaging.utils import parse_wheel_filename as parse
 
     try:
         name, version, _build, tags = parse(filename)
@@ -98,14 +99,51 @@ class WheelContents:
     unchecked: list[str] = field(default_factory=list)
 
 
+class _Scratch:
+    """One reusable scratch file for wheel members: an anonymous in-memory file (memfd) on
+    Linux, so inflated members never go to disk; a temporary file elsewhere."""
+
+    def __enter__(self) -> _Scratch:
+        self._tmp = None
+        if hasattr(os, "memfd_create"):
+            self.fd = os.memfd_create("xcompat-abi-member", getattr(os, "MFD_CLOEXEC", 0))
+            self.path = f"/proc/self/fd/{self.fd}"
+            if not os.path.exists(self.path):  # no /proc: fall back to a file
+                os.close(self.fd)
+                self.fd = -1
+        else:
+            self.fd = -1
+        if self.fd < 0:
+            self._tmp = tempfile.TemporaryDirectory(prefix="xcompat-abi-")
+            self.path = os.path.join(self._tmp.name, "member")
+        return self
+
+    def fill(self, head: bytes, src) -> None:
+        if self.fd >= 0:
+            os.ftruncate(self.fd, 0)
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            with open(self.fd, "wb", closefd=False) as dst:
+                dst.write(head)
+                shutil.copyfileobj(src, dst, COPY_BLOCK)
+        else:
+            with open(self.path, "wb") as dst:
+                dst.write(head)
+                shutil.copyfileobj(src, dst, COPY_BLOCK)
+
+    def __exit__(self, *exc) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
 def iter_native_members(path: Path, *, want_fatbin: bool = True) -> Iterator[tuple[str, LibraryInterface]]:
     """Yield (member name, interface) for every ELF / Mach-O library in the wheel at ``path``."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
-    with zf, tempfile.TemporaryDirectory(prefix="xcompat-abi-") as tmp:
-        scratch = os.path.join(tmp, "member")
+    with zf, _Scratch() as scratch:
         for info in zf.infolist():
             if not is_native_member(info.filename):
                 continue
@@ -113,15 +151,13 @@ def iter_native_members(path: Path, *, want_fatbin: bool = True) -> Iterator[tup
                 head = src.read(8)
                 if head[:4] != ELF_MAGIC and not is_macho(head):
                     continue
-                with open(scratch, "wb") as dst:
-                    dst.write(head)
-                    shutil.copyfileobj(src, dst, COPY_BLOCK)
+                scratch.fill(head, src)
             display = f"{path.name}!{info.filename}"
             try:
                 if head[:4] == ELF_MAGIC:
-                    yield info.filename, read_elf(scratch, display_name=display, want_fatbin=want_fatbin)
+                    yield info.filename, read_elf(scratch.path, display_name=display, want_fatbin=want_fatbin)
                 else:
-                    for slice_ in read_macho(scratch, display_name=display):
+                    for slice_ in read_macho(scratch.path, display_name=display):
                         yield f"{info.filename}[{slice_.arch}]" if slice_.path.endswith("]") else info.filename, slice_
             except (ElfError, MachOError) as exc:
                 raise WheelError(str(exc)) from None

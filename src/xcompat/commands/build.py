@@ -116,7 +116,12 @@ def execute(args: argparse.Namespace) -> int:
                          file=args.matrix)
 
     if args.backend == "cibuildwheel":
-        from xcompat.build.cibw import build_with_cibuildwheel, check_identifiers, current_platform, derive_runs
+        from xcompat.build.cibw import (
+            build_with_cibuildwheel,
+            check_identifiers,
+            current_platform,
+            derive_runs,
+        )
         from xcompat.build.native import build_requirements, runner_frameworks
 
         if not cells:

@@ -30,6 +30,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--principal", metavar="NAME", help="require the signer's principals to match NAME")
     parser.add_argument(
+        "--cross-check",
+        action="store_true",
+        help="also run ssh-keygen -Y verify on the same bytes; refuse if it disagrees",
+    )
+    parser.add_argument(
         "--json", metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)"
     )
 
@@ -47,6 +52,7 @@ def execute(args: argparse.Namespace) -> int:
         trust_ref=args.trust_ref,
         repo=args.repo,
         principal=args.principal,
+        cross_check=args.cross_check,
     )
     for note in result.notes:
         log.warning(note)
@@ -61,6 +67,8 @@ def execute(args: argparse.Namespace) -> int:
         else:
             state = "unchanged" if result.unchanged else f"serial {result.trusted_serial} -> {m.serial}"
             log.info(f"trust ref {result.trust_ref} ({result.trust_commit}): {state}")
+    if result.cross_checked:
+        log.info("ssh-keygen -Y verify agrees")
     if args.json:
         from xcompat.jsonio import write_json
 

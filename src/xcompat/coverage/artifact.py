@@ -25,8 +25,7 @@ def guess_cell_id(path: Path) -> str:
     """A cell id for messages when the artifact itself cannot be read."""
     name = path.name
     for suffix in (".json", ".coverage"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
+        name = name.removesuffix(suffix)
     return name
 
 
@@ -43,8 +42,13 @@ def read_cell_artifact(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise InputError("coverage artifact is not UTF-8 JSON", file=path) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"coverage artifact is truncated or not valid JSON: {exc.msg}", file=path, line=exc.lineno,
-                         column=exc.colno, hint="re-run xcompat coverage collect in that cell") from None
+        raise InputError(
+            f"coverage artifact is truncated or not valid JSON: {exc.msg}",
+            file=path,
+            line=exc.lineno,
+            column=exc.colno,
+            hint="re-run xcompat coverage collect in that cell",
+        ) from None
     if not isinstance(document, dict):
         raise InputError("coverage artifact is not a JSON object", file=path)
     if document.get("kind") != "coverage":
@@ -52,8 +56,14 @@ def read_cell_artifact(path: str | Path) -> dict[str, Any]:
     if document.get("version") not in SUPPORTED_VERSIONS:
         raise InputError(
             f"coverage artifact version {document.get('version')!r} is not supported "
-            f"(this xcompat reads {', '.join(map(str, SUPPORTED_VERSIONS))})", file=path,
+            f"(this xcompat reads {', '.join(map(str, SUPPORTED_VERSIONS))})",
+            file=path,
             hint="collect and merge with the same xcompat version",
+        )
+    if "totals" in document and isinstance(document.get("files"), list):
+        raise InputError(
+            "this is a merged report (coverage.json), not a cell artifact; leave it out of the inputs",
+            file=path,
         )
     cell = document.get("cell_id")
     if cell is not None and not isinstance(cell, str):
@@ -71,6 +81,7 @@ def read_cell_artifact(path: str | Path) -> dict[str, Any]:
         if lines and not (type(lines[0]) is int and type(lines[-1]) is int and lines[0] <= lines[-1]):
             raise InputError(f"{where}.lines must be ascending line numbers", file=path)
         if record.get("language") not in LANGUAGES:
-            raise InputError(f"{where}.language {record.get('language')!r} is not one of {', '.join(LANGUAGES)}",
-                             file=path)
+            raise InputError(
+                f"{where}.language {record.get('language')!r} is not one of {', '.join(LANGUAGES)}", file=path
+            )
     return document

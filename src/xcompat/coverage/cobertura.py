@@ -19,6 +19,9 @@ from xml.sax.saxutils import quoteattr
 
 from xcompat.coverage.merge import MergedFile
 
+# Sources: docs.gitlab.com/ci/testing/code_coverage/cobertura/ ("Limits"); gitlab-org/gitlab
+# issue 285132 (document the 100-source limit, MAX_SOURCES in the SAX parser) and merge
+# request 76159 (document the 10 MiB limit, pipeline artifact size).
 GITLAB_COBERTURA_LIMITS = {
     "max_bytes": 10 * 1024 * 1024,
     "max_sources": 100,
@@ -40,8 +43,10 @@ def _rate(covered: int, valid: int) -> str:
 def _class_xml(f: MergedFile) -> str:
     name = f.path.rsplit("/", 1)[-1]
     lines = "".join(f'<line number="{n}" hits="{h}" branch="false"/>' for n, h in zip(f.lines, f.hits))
-    return (f'<class name={quoteattr(name)} filename={quoteattr(f.path)} line-rate="{_rate(f.covered, f.valid)}" '
-            f'branch-rate="0" complexity="0"><methods/><lines>{lines}</lines></class>')
+    return (
+        f'<class name={quoteattr(name)} filename={quoteattr(f.path)} line-rate="{_rate(f.covered, f.valid)}" '
+        f'branch-rate="0" complexity="0"><methods/><lines>{lines}</lines></class>'
+    )
 
 
 def render_cobertura(
@@ -69,11 +74,17 @@ def render_cobertura(
     reason = ""
     # Sizes are counted in characters; the XML is ASCII except for non-ASCII file names,
     # which the final byte check below catches.
-    if len(head) + len(tail) + sum(len(_package_open(_package(f.path), "0.0000")) + 23 + len(chunks[f.path])
-                                   for f in all_files) > max_bytes:
+    if (
+        len(head)
+        + len(tail)
+        + sum(len(_package_open(_package(f.path), "0.0000")) + 23 + len(chunks[f.path]) for f in all_files)
+        > max_bytes
+    ):
         if changed_paths is not None:
             keep = [f for f in all_files if f.path in changed_paths]
-            reason = f"the full report exceeds GitLab's {max_bytes} byte limit; kept only files the change touches"
+            reason = (
+                f"the full report exceeds GitLab's {max_bytes} byte limit; kept only files the change touches"
+            )
         else:
             reason = f"the full report exceeds GitLab's {max_bytes} byte limit"
         size = len(head) + len(tail)

@@ -62,17 +62,20 @@ def collect(options: CollectOptions) -> CellCoverage:
             m = mapper.map(recorded)
             return str(root / m.repo_path) if m.repo_path else None
 
-        for data_file in options.python_data:
+        for data_file in _expand_data_files(options.python_data):
             try:
-                for measured in python_data.read_python_data(data_file, config=config, locate=locate,
-                                                                 warn=warnings.append):
+                for measured in python_data.read_python_data(
+                    data_file, config=config, locate=locate, warn=warnings.append
+                ):
                     m = mapper.map(measured.recorded)
                     if m.repo_path is None:
                         remember_unmapped(measured.recorded, "coverage.py", m.reason)
                         continue
                     origin, counts = acc.setdefault(m.repo_path, ("coverage.py", {}))
+                    executed = measured.executed
                     for n in measured.statements:
-                        counts[n] = counts.get(n, 0) + (1 if n in measured.executed else 0)
+                        # 0/1 per cell, also over several parallel-mode data files
+                        counts[n] = 1 if n in executed or counts.get(n) else 0
             except InputError as exc:
                 errors.append(InputProblem(str(data_file), options.cell_id, exc.message))
 
@@ -82,17 +85,17 @@ def collect(options: CollectOptions) -> CellCoverage:
             build = build_dir.resolve()
             gcovr_root = native.gcovr_root(build, root)
             document = native.run_gcovr(build, root=gcovr_root, gcov_executable=options.gcov_executable)
-            for measured in native.native_files(document, source=str(build_dir)):
-                m = mapper.map(measured.recorded, base=gcovr_root)
+            for native_file in native.native_files(document, source=str(build_dir)):
+                m = mapper.map(native_file.recorded, base=gcovr_root)
                 if m.repo_path is None:
-                    remember_unmapped(measured.recorded, "gcovr", m.reason)
+                    remember_unmapped(native_file.recorded, "gcovr", m.reason)
                     continue
-                if not measured.lines:
+                if not native_file.lines:
                     continue  # no executable lines (declarations only)
                 if not options.include_cython_generated and _cython_generated(root / m.repo_path):
                     continue
                 origin, counts = acc.setdefault(m.repo_path, ("gcovr", {}))
-                for n, c in measured.lines.items():
+                for n, c in native_file.lines.items():
                     counts[n] = counts.get(n, 0) + c
         except InputError as exc:
             errors.append(InputProblem(exc.file or str(build_dir), options.cell_id, exc.message))
@@ -101,7 +104,9 @@ def collect(options: CollectOptions) -> CellCoverage:
     for path in sorted(acc):
         origin, counts = acc[path]
         lines = sorted(counts)
-        files.append(FileLines(path, language_of(path), origin, tuple(lines), tuple(counts[n] for n in lines)))
+        files.append(
+            FileLines(path, language_of(path), origin, tuple(lines), tuple(counts[n] for n in lines))
+        )
     unmapped.sort(key=lambda u: u.recorded)
     return CellCoverage(
         cell_id=options.cell_id,
@@ -113,6 +118,17 @@ def collect(options: CollectOptions) -> CellCoverage:
         warnings=tuple(warnings),
         errors=tuple(errors),
     )
+
+
+def _expand_data_files(paths: tuple[Path, ...]) -> list[Path]:
+    """Data files as given; a folder stands for its ``.coverage`` and ``.coverage.*`` files."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.iterdir() if q.name == ".coverage" or q.name.startswith(".coverage.")))
+        else:
+            out.append(p)
+    return out
 
 
 def _cython_generated(path: Path) -> bool:

@@ -34,16 +34,31 @@ class _RepoGitDiff:
         self.repo = repo
 
     def _git(self, *args: str) -> str:
-        cmd = ["git", "-C", str(self.repo), "-c", "diff.mnemonicprefix=no", "-c", "diff.noprefix=no",
-               "diff", "--no-color", "--no-ext-diff", "-U0", *args]
+        cmd = [
+            "git",
+            "-C",
+            str(self.repo),
+            "-c",
+            "diff.mnemonicprefix=no",
+            "-c",
+            "diff.noprefix=no",
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "-U0",
+            *args,
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, check=False)
         except FileNotFoundError:
             raise UnavailableError("git is not installed; diff coverage needs it") from None
         if proc.returncode != 0:
             msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InputError(f"git diff failed: {msg[0] if msg else proc.returncode}", file=self.repo,
-                             hint="fetch the base ref first (e.g. git fetch origin main --depth=50)")
+            raise InputError(
+                f"git diff failed: {msg[0] if msg else proc.returncode}",
+                file=self.repo,
+                hint="fetch the base ref first (e.g. git fetch origin main --depth=50)",
+            )
         return proc.stdout.decode("utf-8", "surrogateescape")
 
     def diff_committed(self, compare_branch: str) -> str:
@@ -65,10 +80,13 @@ def changed_lines(repo: Path, base_ref: str, *, include_uncommitted: bool = True
         from diff_cover.diff_reporter import GitDiffReporter
         from diff_cover.git_diff import GitDiffError
     except ImportError:
-        raise UnavailableError("diff-cover is not installed", hint="pip install 'xcompat[coverage]'") from None
+        raise UnavailableError(
+            "diff-cover is not installed", hint="pip install 'xcompat[coverage]'"
+        ) from None
     repo = repo.resolve()
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-prefix"], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--show-prefix"], capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise InputError("not inside a git checkout; diff coverage needs one", file=repo)
     prefix = proc.stdout.strip()
@@ -85,7 +103,7 @@ def changed_lines(repo: Path, base_ref: str, *, include_uncommitted: bool = True
                 continue
             lines = reporter.lines_changed(path)
             if lines:
-                files[path[len(prefix):]] = tuple(lines)
+                files[path[len(prefix) :]] = tuple(lines)
     except GitDiffError as exc:
         raise InputError(f"cannot parse git diff against {base_ref}: {exc}", file=repo) from None
     return ChangedLines(base_ref=base_ref, files=files, prefix=prefix)

@@ -35,15 +35,21 @@ def render_markdown(doc: dict[str, Any], *, max_file_rows: int = DEFAULT_MAX_FIL
         out.append("")
     out += ["| Language | Files | Lines | Covered | Coverage | Cells |", "|---|---:|---:|---:|---:|---|"]
     for lang, t in doc["languages"].items():
-        out.append(f"| {LANGUAGE_LABELS.get(lang, lang)} | {t['files']} | {t['lines_valid']} | {t['lines_covered']} "
-                   f"| {_pct(t['percent'])} | {len(t['cells'])} |")
-    out.append(f"| **Overall** | {totals['files']} | {totals['lines_valid']} | {totals['lines_covered']} "
-               f"| **{_pct(totals['percent'])}** | {len(doc['cells'])} |")
+        out.append(
+            f"| {LANGUAGE_LABELS.get(lang, lang)} | {t['files']} | {t['lines_valid']} | {t['lines_covered']} "
+            f"| {_pct(t['percent'])} | {len(t['cells'])} |"
+        )
+    out.append(
+        f"| **Overall** | {totals['files']} | {totals['lines_valid']} | {totals['lines_covered']} "
+        f"| **{_pct(totals['percent'])}** | {len(doc['cells'])} |"
+    )
     out.append("")
     out += ["### Cells", "", "| Cell | Files | Lines | Covered | Coverage |", "|---|---:|---:|---:|---:|"]
     for c in doc["cells"]:
-        out.append(f"| `{_cell(c['cell_id'])}` | {c['files']} | {c['lines_valid']} | {c['lines_covered']} "
-                   f"| {_pct(c['percent'])} |")
+        out.append(
+            f"| `{_cell(c['cell_id'])}` | {c['files']} | {c['lines_valid']} | {c['lines_covered']} "
+            f"| {_pct(c['percent'])} |"
+        )
     out.append("")
     diff = doc.get("diff")
     if diff is not None:
@@ -51,21 +57,31 @@ def render_markdown(doc: dict[str, Any], *, max_file_rows: int = DEFAULT_MAX_FIL
         if not diff["files"]:
             out += ["No changed source files.", ""]
         else:
-            out += ["| File | Changed | Executable | Covered | Coverage | Uncovered lines |",
-                    "|---|---:|---:|---:|---:|---|"]
+            out += [
+                "| File | Changed | Executable | Covered | Coverage | Uncovered lines |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
             for f in diff["files"]:
                 if not f["measured"]:
                     out.append(f"| `{_cell(f['path'])}` | {f['changed_lines']} | – | – | not measured | |")
                     continue
-                out.append(f"| `{_cell(f['path'])}` | {f['changed_lines']} | {f['lines_valid']} | {f['lines_covered']} "
-                           f"| {_pct(f['percent'])} | {_ranges(f['uncovered_ranges'])} |")
+                out.append(
+                    f"| `{_cell(f['path'])}` | {f['changed_lines']} | {f['lines_valid']} | {f['lines_covered']} "
+                    f"| {_pct(f['percent'])} | {_ranges(f['uncovered_ranges'])} |"
+                )
             out.append("")
     files = doc["files"]
-    out += ["<details><summary>Files</summary>", "",
-            "| File | Language | Lines | Covered | Coverage | Cells | Missing |", "|---|---|---:|---:|---:|---:|---|"]
+    out += [
+        "<details><summary>Files</summary>",
+        "",
+        "| File | Language | Lines | Covered | Coverage | Cells | Missing |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for f in files[:max_file_rows]:
-        out.append(f"| `{_cell(f['path'])}` | {LANGUAGE_LABELS.get(f['language'], f['language'])} | {f['lines_valid']} "
-                   f"| {f['lines_covered']} | {_pct(f['percent'])} | {len(f['cells'])} | {_ranges(f['uncovered_ranges'])} |")
+        out.append(
+            f"| `{_cell(f['path'])}` | {LANGUAGE_LABELS.get(f['language'], f['language'])} | {f['lines_valid']} "
+            f"| {f['lines_covered']} | {_pct(f['percent'])} | {len(f['cells'])} | {_ranges(f['uncovered_ranges'])} |"
+        )
     if len(files) > max_file_rows:
         out.append(f"| … {len(files) - max_file_rows} more files in coverage.json | | | | | | |")
     out += ["", "</details>", ""]

@@ -107,7 +107,9 @@ def merge_cells(paths: Sequence[str | Path]) -> MergeResult:
             cells[cell_id] = summary
         for problem in document.get("errors") or ():
             if isinstance(problem, dict):
-                errors.append(InputProblem(str(problem.get("file", path)), cell_id, str(problem.get("message", ""))))
+                errors.append(
+                    InputProblem(str(problem.get("file", path)), cell_id, str(problem.get("message", "")))
+                )
     return MergeResult(files=files, cells=list(cells.values()), errors=errors, warnings=warnings)
 
 
@@ -127,8 +129,9 @@ def _merge_one(document: dict[str, Any], cell_id: str, files: dict[str, MergedFi
         lines, hits = record["lines"], record["hits"]
         merged = files.get(path)
         if merged is None:
-            merged = files[path] = MergedFile(path, record.get("language") or language_of(path), list(lines),
-                                              list(hits))
+            merged = files[path] = MergedFile(
+                path, record.get("language") or language_of(path), list(lines), list(hits)
+            )
         else:
             merged.add(lines, hits)
         if hits.count(0) != len(hits):
@@ -190,8 +193,13 @@ def language_totals(result: MergeResult) -> dict[str, dict[str, Any]]:
         valid = sum(f.valid for f in members)
         covered = sum(f.covered for f in members)
         cells = sorted(set().union(*(f.cells for f in members)))
-        totals[lang] = {"files": len(members), "lines_valid": valid, "lines_covered": covered,
-                        "percent": percent(covered, valid), "cells": cells}
+        totals[lang] = {
+            "files": len(members),
+            "lines_valid": valid,
+            "lines_covered": covered,
+            "percent": percent(covered, valid),
+            "cells": cells,
+        }
     return totals
 
 

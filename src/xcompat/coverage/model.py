@@ -83,7 +83,9 @@ def line_ranges(lines: list[int] | tuple[int, ...]) -> list[list[int]]:
     return out
 
 
-def uncovered_ranges(lines: list[int] | tuple[int, ...], hits: list[int] | tuple[int, ...]) -> list[list[int]]:
+def uncovered_ranges(
+    lines: list[int] | tuple[int, ...], hits: list[int] | tuple[int, ...]
+) -> list[list[int]]:
     """Runs of uncovered executable lines as inclusive ``[start, end]`` ranges.
 
     A run continues across lines that are not executable (blank lines, comments), so

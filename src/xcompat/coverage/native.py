@@ -75,8 +75,9 @@ def gcovr_root(build_dir: Path, source_root: Path) -> Path:
     return build_dir
 
 
-def run_gcovr(build_dir: Path, *, root: Path | None = None, gcov_executable: str | None = None,
-              jobs: int = 1) -> dict[str, Any]:
+def run_gcovr(
+    build_dir: Path, *, root: Path | None = None, gcov_executable: str | None = None, jobs: int = 1
+) -> dict[str, Any]:
     """Run gcovr over ``build_dir`` and return its JSON document (names relative to ``root`` or absolute)."""
     if not build_dir.is_dir():
         raise InputError("gcov build folder not found", file=build_dir)
@@ -85,11 +86,16 @@ def run_gcovr(build_dir: Path, *, root: Path | None = None, gcov_executable: str
         out = Path(tmp) / "gcovr.json"
         cmd = [
             *gcovr_command(),
-            "--root", str(root),
-            "--json", str(out),
-            # Not --gcov-ignore-errors: with it, gcovr 8 keeps the output of a failed working
-            # directory guess (relative names) for relocated builds and then crashes.
-            "-j", str(max(1, jobs)),
+            "--root",
+            str(root),
+            "--json",
+            str(out),
+            # nvcc compiles a temporary host stub (/tmp/tmpxft_*.cudafe1.stub.c) that is gone
+            # by now; its lines are not the project's anyway. Not no_working_dir_found: with
+            # it gcovr 8 keeps the output of a failed working-directory guess and crashes.
+            "--gcov-ignore-errors=source_not_found",
+            "-j",
+            str(max(1, jobs)),
             str(build_dir),
         ]
         if gcov_executable:
@@ -97,12 +103,18 @@ def run_gcovr(build_dir: Path, *, root: Path | None = None, gcov_executable: str
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not out.is_file():
             text = proc.stderr or proc.stdout
-            tail = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.strip().startswith("^")][-8:]
+            tail = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.strip().startswith("^")][
+                -8:
+            ]
             hint = None
             if "could not find source file" in text or "working directory" in text:
-                hint = ("gcov needs the sources at the paths they were compiled from: build in place "
-                        "(build_ext --inplace, pip install --no-build-isolation -e .) or keep the build folder")
-            raise ToolError(f"gcovr failed with exit code {proc.returncode} on {build_dir}", hint=hint, details=tail)
+                hint = (
+                    "gcov needs the sources at the paths they were compiled from: build in place "
+                    "(build_ext --inplace, pip install --no-build-isolation -e .) or keep the build folder"
+                )
+            raise ToolError(
+                f"gcovr failed with exit code {proc.returncode} on {build_dir}", hint=hint, details=tail
+            )
         return read_gcovr_json(out)
 
 

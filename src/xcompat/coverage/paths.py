@@ -26,8 +26,25 @@ from xcompat.errors import UsageError
 
 # Folders never searched for repository files when the source root is not a git checkout.
 _SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__", "build", "dist",
-     ".eggs", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", "wheelhouse"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        "build",
+        "dist",
+        ".eggs",
+        "site-packages",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "wheelhouse",
+    }
 )
 
 
@@ -68,7 +85,18 @@ def list_repo_files(root: Path) -> list[str]:
     """Repository files (POSIX, relative to ``root``): git's view when it is a checkout, else a walk."""
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "--",
+                ".",
+            ],
             capture_output=True,
             check=False,
         )
@@ -123,14 +151,19 @@ class PathMapper:
         text = os.path.normpath(text).replace("\\", "/") if text else text
         for rule in self.maps:
             if text == rule.source or text.startswith(rule.source.rstrip("/") + "/"):
-                rest = text[len(rule.source):].lstrip("/")
+                rest = text[len(rule.source) :].lstrip("/")
                 candidate = "/".join(p for p in (rule.target, rest) if p)
                 if candidate in self.repo_files or (self.root / candidate).is_file():
                     return Mapping(recorded, candidate, "map")
-                return Mapping(recorded, None, "unmapped", f"--map {rule.source}={rule.target or '.'} gives "
-                               f"{candidate!r}, which is not a file in {self._root_text}")
+                return Mapping(
+                    recorded,
+                    None,
+                    "unmapped",
+                    f"--map {rule.source}={rule.target or '.'} gives "
+                    f"{candidate!r}, which is not a file in {self._root_text}",
+                )
         if text.startswith(self._root_text + "/"):
-            candidate = text[len(self._root_text) + 1:]
+            candidate = text[len(self._root_text) + 1 :]
             if candidate in self.repo_files or (self.root / candidate).is_file():
                 return Mapping(recorded, candidate, "root")
         parts = tuple(p for p in text.split("/") if p)
@@ -151,8 +184,12 @@ class PathMapper:
             return Mapping(recorded, None, "unmapped", f"ambiguous: matches {names}; add --map FROM=TO")
         cand = best[0]
         if best_len < self.min_suffix and best_len < len(cand):
-            return Mapping(recorded, None, "unmapped",
-                           f"only the file name matches {'/'.join(cand)!r}; add --map FROM=TO if it is the same file")
+            return Mapping(
+                recorded,
+                None,
+                "unmapped",
+                f"only the file name matches {'/'.join(cand)!r}; add --map FROM=TO if it is the same file",
+            )
         return Mapping(recorded, "/".join(cand), "suffix")
 
 

@@ -68,7 +68,9 @@ def read_python_data(
         from coverage import CoverageData
         from coverage.exceptions import CoverageException
     except ImportError:
-        raise UnavailableError("coverage.py is not installed", hint="pip install 'xcompat[coverage]'") from None
+        raise UnavailableError(
+            "coverage.py is not installed", hint="pip install 'xcompat[coverage]'"
+        ) from None
     path = Path(data_file)
     if not path.is_file():
         raise InputError("coverage.py data file not found", file=path)
@@ -78,8 +80,11 @@ def read_python_data(
         measured = sorted(data.measured_files())
         tracers = {name: data.file_tracer(name) or "" for name in measured}
     except CoverageException as exc:
-        raise InputError(f"unreadable coverage.py data: {_one_line(exc)}", file=path,
-                         hint="the file is truncated or not coverage.py data; rerun the tests") from None
+        raise InputError(
+            f"unreadable coverage.py data: {_one_line(exc)}",
+            file=path,
+            hint="the file is truncated or not coverage.py data; rerun the tests",
+        ) from None
     plugins = sorted({t.rsplit(".", 1)[0] for t in tracers.values() if t})
     cov = coverage.Coverage(data_file=str(path), config_file=config)
     if plugins:
@@ -92,8 +97,10 @@ def read_python_data(
         # Without the plugin (Cython for .pyx line tracing) its files cannot be analysed;
         # report the plain Python files and say which ones were left out.
         skipped = [name for name, t in tracers.items() if t]
-        warn(f"{path}: coverage.py plugin {exc.name or ', '.join(plugins)} is not installed, so "
-             f"{len(skipped)} file(s) it measured are left out (install Cython to report .pyx files)")
+        warn(
+            f"{path}: coverage.py plugin {exc.name or ', '.join(plugins)} is not installed, so "
+            f"{len(skipped)} file(s) it measured are left out (install Cython to report .pyx files)"
+        )
         cov = coverage.Coverage(data_file=str(path), config_file=config)
         cov.load()
         measured = [name for name in measured if not tracers[name]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ class MergeOptions:
     cell_files: tuple[Path, ...]
     repo: Path
     base_ref: str | None = None
-    thresholds: Thresholds = Thresholds()
+    thresholds: Thresholds = field(default_factory=Thresholds)
     cobertura_source: str | None = None
     cobertura_max_bytes: int = GITLAB_COBERTURA_LIMITS["max_bytes"]
     strict: bool = False
@@ -58,9 +58,16 @@ def build_report(options: MergeOptions, *, changed: dict[str, tuple[int, ...]] |
             "lines_covered": dcovered,
             "percent": diff_pct,
             "files": [
-                {"path": d.path, "language": d.language, "measured": d.measured, "changed_lines": d.changed,
-                 "lines_valid": d.valid, "lines_covered": d.covered, "percent": percent(d.covered, d.valid),
-                 "uncovered_ranges": d.uncovered_ranges}
+                {
+                    "path": d.path,
+                    "language": d.language,
+                    "measured": d.measured,
+                    "changed_lines": d.changed,
+                    "lines_valid": d.valid,
+                    "lines_covered": d.covered,
+                    "percent": percent(d.covered, d.valid),
+                    "uncovered_ranges": d.uncovered_ranges,
+                }
                 for d in dfiles
             ],
         }
@@ -70,18 +77,27 @@ def build_report(options: MergeOptions, *, changed: dict[str, tuple[int, ...]] |
         status = "failed"
     else:
         status = "failed" if failed else "passed"
-    pieces = [f"{covered}/{valid} lines" + (f" ({overall:.2f} %)" if overall is not None else "")
-              + f" in {len(files)} files from {len(result.cells)} cells"]
+    pieces = [
+        f"{covered}/{valid} lines"
+        + (f" ({overall:.2f} %)" if overall is not None else "")
+        + f" in {len(files)} files from {len(result.cells)} cells"
+    ]
     if diff_doc is not None:
-        pieces.append("diff " + (f"{diff_pct:.2f} %" if diff_pct is not None else "n/a (no executable changes)"))
+        pieces.append(
+            "diff " + (f"{diff_pct:.2f} %" if diff_pct is not None else "n/a (no executable changes)")
+        )
     if failed:
         pieces.append("failed: " + "; ".join(c.reason for c in failed))
     if result.errors:
         pieces.append(f"{len(result.errors)} unreadable input(s)" + (" (--strict)" if options.strict else ""))
     source = options.cobertura_source or str(options.repo.resolve())
     changed_paths = frozenset(changed) if changed is not None else None
-    cob = render_cobertura(result.files.values(), source=source, changed_paths=changed_paths,
-                           max_bytes=options.cobertura_max_bytes)
+    cob = render_cobertura(
+        result.files.values(),
+        source=source,
+        changed_paths=changed_paths,
+        max_bytes=options.cobertura_max_bytes,
+    )
     document: dict[str, Any] = {
         "version": REPORT_VERSION,
         "kind": "coverage",
@@ -91,12 +107,22 @@ def build_report(options: MergeOptions, *, changed: dict[str, tuple[int, ...]] |
         "totals": {"files": len(files), "lines_valid": valid, "lines_covered": covered, "percent": overall},
         "languages": language_totals(result),
         "cells": [
-            {"cell_id": c.cell_id, "source": c.source, "status": c.status, "files": c.files,
-             "lines_valid": c.valid, "lines_covered": c.covered, "percent": percent(c.covered, c.valid)}
+            {
+                "cell_id": c.cell_id,
+                "source": c.source,
+                "status": c.status,
+                "files": c.files,
+                "lines_valid": c.valid,
+                "lines_covered": c.covered,
+                "percent": percent(c.covered, c.valid),
+            }
             for c in result.cells
         ],
-        "thresholds": {"overall": options.thresholds.overall, "diff": options.thresholds.diff,
-                       "source": options.thresholds.source},
+        "thresholds": {
+            "overall": options.thresholds.overall,
+            "diff": options.thresholds.diff,
+            "source": options.thresholds.source,
+        },
         "gate": [c.to_dict() for c in checks],
         "diff": diff_doc,
         "files": files,
@@ -125,3 +151,11 @@ def cell_sources(paths: Sequence[Path]) -> tuple[Path, ...]:
         else:
             out.append(p)
     return tuple(out)
+
+
+def read_merged_report(path: str | Path) -> dict[str, Any]:
+    """Read and validate a ``coverage.json`` written by ``coverage merge`` (for the report and the gate)."""
+    from xcompat.jsonio import read_json
+
+    document: dict[str, Any] = read_json(path, schema="coverage")
+    return document

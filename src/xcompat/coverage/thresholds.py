@@ -33,8 +33,13 @@ class GateCheck:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "threshold": self.threshold, "actual": self.actual,
-                "passed": self.passed, "reason": self.reason}
+        return {
+            "name": self.name,
+            "threshold": self.threshold,
+            "actual": self.actual,
+            "passed": self.passed,
+            "reason": self.reason,
+        }
 
 
 def check_percent(value: Any, where: str) -> float:
@@ -67,8 +72,9 @@ def raw_coverage_settings(path: Path) -> Any:
         raise InputError("matrix file not found", file=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=path,
-                         line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"invalid YAML: {getattr(exc, 'problem', exc)}", file=path, line=mark.line + 1 if mark else None
+        ) from None
     return raw.get("coverage") if isinstance(raw, dict) else None
 
 
@@ -107,8 +113,15 @@ def evaluate(
             checks.append(GateCheck("overall", t, None, False, "no executable lines were measured"))
         else:
             ok = overall >= t
-            checks.append(GateCheck("overall", t, overall, ok,
-                                    f"overall coverage {overall:.2f}% {'>=' if ok else '<'} threshold {t:g}%"))
+            checks.append(
+                GateCheck(
+                    "overall",
+                    t,
+                    overall,
+                    ok,
+                    f"overall coverage {overall:.2f}% {'>=' if ok else '<'} threshold {t:g}%",
+                )
+            )
     if thresholds.diff is not None:
         t = thresholds.diff
         if not diff_known:
@@ -118,6 +131,9 @@ def evaluate(
             checks.append(GateCheck("diff", t, None, True, "the change adds no executable lines"))
         else:
             ok = diff >= t
-            checks.append(GateCheck("diff", t, diff, ok,
-                                    f"diff coverage {diff:.2f}% {'>=' if ok else '<'} threshold {t:g}%"))
+            checks.append(
+                GateCheck(
+                    "diff", t, diff, ok, f"diff coverage {diff:.2f}% {'>=' if ok else '<'} threshold {t:g}%"
+                )
+            )
     return checks

@@ -89,10 +89,13 @@ class Finding:
     tests: tuple[str, ...] = ()
     count: int = 1
     tools: tuple[str, ...] = ()
+    # Frames that identify the bug when not all do: a kernel's device frames, whose host
+    # backtrace differs with how the launch was reached.
+    key_frames: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
-        names = [f.split(" (", 1)[0] for f in self.frames]
+        names = [f.split(" (", 1)[0] for f in (self.key_frames or self.frames)]
         meaningful = [n for n in names if n not in ALLOCATOR_FRAMES and n != "???"][:KEY_FRAMES]
         text = self.category + "|" + "|".join(meaningful or names[:KEY_FRAMES] or [self.kind])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -244,7 +247,7 @@ def _host_frame_name(rest: str) -> str:
     if rest.startswith("["):
         lib = rest.rsplit(" in ", 1)[-1] if " in " in rest else "???"
         return f"??? ({lib})"
-    name = re.split(r" \[0x| in ", rest, maxsplit=1)[0].strip()
+    name = _FN_ARGS.sub("", re.split(r" \[0x| in ", rest, maxsplit=1)[0].strip())
     loc = re.search(r" in (\S+\.(?:cu|cpp|cc|c|h|cuh|hpp):\d+)", rest)
     return f"{name} ({Path(loc.group(1)).name})" if loc else name
 
@@ -275,6 +278,7 @@ def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> l
             block.clear()
             return
         frames: list[str] = []
+        device_frames: list[str] = []
         for line in block[1:]:
             host = _HOST_FRAME.match(line)
             if host:
@@ -285,6 +289,7 @@ def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> l
                 fn = _FN_ARGS.sub("", device.group("fn").strip())
                 loc = device.group("loc")
                 frames.append(f"{fn} ({Path(loc).name})" if loc else fn)
+                device_frames.append(frames[-1])
         size = None
         if category == "leak":
             size = int(re.match(r"^Leaked (\d+)", header).group(1))  # type: ignore[union-attr]
@@ -300,6 +305,7 @@ def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> l
                 summary=header.strip(),
                 bytes=size,
                 frames=tuple(frames[:KEPT_FRAMES]),
+                key_frames=tuple(device_frames),
             )
         )
         block.clear()

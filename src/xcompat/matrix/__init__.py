@@ -89,6 +89,7 @@ def load_matrix(path_or_bytes: str | Path | bytes, *, source: str | None = None)
 
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         raw = bytes(path_or_bytes)
+        source = source or "<matrix>"
         if len(raw) > MAX_MATRIX_BYTES:
             raise InputError(f"matrix is larger than {MAX_MATRIX_BYTES} bytes", file=source)
     else:

@@ -380,6 +380,13 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
                 f"{cell['arch']!r} is not an arch of {cell['platform']}",
                 did_you_mean(cell["arch"], known) or f"known: {', '.join(known)}",
             )
+        if "toolkit" in cell and cell["backend"] not in D.GPU_BACKENDS:
+            raise chk.fail(
+                ("include", i, "toolkit"),
+                f"backend {cell['backend']!r} has no toolkit",
+                "toolkits belong to cuda and rocm cells",
+                key=True,
+            )
         include.append(
             IncludeCell(
                 python=cell["python"],

@@ -109,8 +109,20 @@ def load_yaml(content: str | bytes, *, source: str | None = None) -> LoadedYaml:
                 line=mark.line + 1 if mark else None,
                 column=mark.column + 1 if mark else None,
             ) from None
-        except yaml.YAMLError as exc:  # reader errors (control characters) carry no MarkedYAMLError
-            raise InputError(f"YAML error: {exc}", file=source) from None
+        except yaml.reader.ReaderError as exc:  # control characters: no mark, a character position
+            pos = int(getattr(exc, "position", 0) or 0)
+            line = text.count("\n", 0, pos) + 1
+            column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+            char = getattr(exc, "character", "")
+            shown = f"#x{char:04x}" if isinstance(char, int) else repr(char)
+            raise InputError(
+                f"YAML error: control character {shown} is not allowed",
+                file=source,
+                line=line,
+                column=column,
+            ) from None
+        except yaml.YAMLError as exc:
+            raise InputError("YAML error: " + " ".join(str(exc).split()), file=source) from None
         marks: dict[Path, Mark] = {}
         key_marks: dict[Path, Mark] = {}
         if root is None:

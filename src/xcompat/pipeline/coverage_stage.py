@@ -118,7 +118,7 @@ def run_coverage(stages: Stages) -> StageResult:
     cell_file = pipe.path("coverage-cell.json")
     collect = pipe.run_command("coverage-collect", pipe.xcompat(
         "coverage", "collect", "--cell-id", cell, "--python-data", data, "--gcov-root", copy,
-        "--source-root", project, "--map", f"{copy}={project}", "--out", cell_file), outputs=[cell_file])
+        "--source-root", project, "--map", f"{copy}=.", "--out", cell_file), outputs=[cell_file])
     if collect.status != "passed":
         return StageResult(name="coverage", status="error", detail=f"collect: {collect.detail}", log=collect.log)
     merged = pipe.path("coverage")

@@ -99,7 +99,7 @@ class Stages:
             return result
         doc = load_json(full) or {}
         cells = doc.get("cells", [])
-        local = _pick_framework_versions(cells, _installed_frameworks())
+        local, notes = _pick_framework_versions(cells, _installed_frameworks())
         doc["cells"] = local
         jsonio.write_json(p.path("plan.json"), doc)
         full.unlink()
@@ -113,6 +113,8 @@ class Stages:
         self.cell_id = next((c["id"] for c in local if c.get("required")), local[0]["id"])
         result.outputs = ["plan.json"]
         result.detail = f"{len(local)} cell(s) here: {', '.join(c['id'] for c in local[:3])}"
+        if notes:
+            result.detail += " (" + "; ".join(notes) + ")"
         return result
 
     # 3. wheels
@@ -249,18 +251,39 @@ def _matches(wanted: str, installed: str) -> bool:
     return installed.split(".")[: len(wanted_parts)] == wanted_parts
 
 
-def _pick_framework_versions(cells: list[dict[str, Any]], installed: dict[str, str]) -> list[dict[str, Any]]:
+def _pick_framework_versions(
+    cells: list[dict[str, Any]], installed: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Keep the cells whose framework versions match what is installed here.
 
-    A framework the matrix lists but this machine lacks keeps none of its cells; a cell
-    that names no framework version is always kept.
+    For each framework the cells name: keep the cells whose listed version matches the
+    installed one; when none does, keep the cells of the newest listed version and say so
+    (a local run uses what is installed; CI runs the real versions). A framework that is
+    not installed at all keeps no cell.
     """
-    kept = []
-    for cell in cells:
-        frameworks = cell.get("frameworks") or {}
-        if all(name in installed and _matches(str(v), installed[name]) for name, v in frameworks.items()):
-            kept.append(cell)
-    return kept
+    from packaging.version import InvalidVersion, Version
+
+    def key(v: str) -> Any:
+        try:
+            return Version(v)
+        except InvalidVersion:
+            return Version("0")
+
+    notes: list[str] = []
+    names = sorted({name for cell in cells for name in (cell.get("frameworks") or {})})
+    for name in names:
+        listed = sorted({str(c["frameworks"][name]) for c in cells if name in (c.get("frameworks") or {})}, key=key)
+        if name not in installed:
+            notes.append(f"{name} is not installed here: its cells are left to CI")
+            cells = [c for c in cells if name not in (c.get("frameworks") or {})]
+            continue
+        matching = [v for v in listed if _matches(v, installed[name])]
+        chosen = matching[-1] if matching else listed[-1]
+        if not matching:
+            notes.append(f"{name} {installed[name]} is installed; the matrix lists {', '.join(listed)}: "
+                         f"running the {chosen} cell with {installed[name]}")
+        cells = [c for c in cells if str((c.get("frameworks") or {}).get(name, chosen)) == chosen]
+    return cells, notes
 
 
 def run_pipeline(config: RunConfig) -> int:

@@ -127,6 +127,11 @@ def _load_private_key(key: Path) -> Any:
             hint=f"install ssh-keygen (it prompts), or set {PASSPHRASE_ENV}",
         ) from None
     except (ValueError, UnsupportedAlgorithm) as exc:
+        if "bcrypt" in str(exc):
+            raise UnavailableError(
+                "decrypting an encrypted OpenSSH key in Python needs the bcrypt package",
+                hint="pip install bcrypt, or sign through ssh-keygen",
+            ) from None
         raise InputError(f"not an OpenSSH private key: {exc}", file=str(key)) from None
 
 

@@ -78,3 +78,50 @@ def key_revoked_in_krl(krl: bytes, key: PublicKey, *, ssh_keygen: str | None = N
     if proc.returncode == 0 and ": ok" in out:
         return False
     raise ToolError(f"ssh-keygen -Q could not read the KRL: {proc.stderr.decode('utf-8', 'replace').strip()}")
+
+
+def cross_check_verify(
+    message: bytes,
+    signature: bytes,
+    *,
+    allowed_signers: bytes,
+    principal: str,
+    namespace: str,
+    revoked: bytes | None = None,
+    ssh_keygen: str | None = None,
+    timeout: float = 60,
+) -> tuple[bool, str]:
+    """Run ``ssh-keygen -Y verify`` on the same bytes and trust inputs; (accepted, its message).
+
+    The inputs are written to a private temporary folder, so the check sees exactly what
+    xcompat verified (including trust files read from a git ref), never the working tree.
+    """
+    exe = ssh_keygen or find_ssh_keygen()
+    if exe is None:
+        raise UnavailableError("--cross-check needs ssh-keygen", hint="install openssh-client")
+    with tempfile.TemporaryDirectory(prefix="xcompat-xcheck-") as tmp:
+        folder = Path(tmp)
+        (folder / "allowed_signers").write_bytes(allowed_signers)
+        (folder / "sig").write_bytes(signature)
+        cmd = [
+            exe,
+            "-Y",
+            "verify",
+            "-f",
+            str(folder / "allowed_signers"),
+            "-I",
+            principal,
+            "-n",
+            namespace,
+            "-s",
+            str(folder / "sig"),
+        ]
+        if revoked is not None:
+            (folder / "revoked").write_bytes(revoked)
+            cmd += ["-r", str(folder / "revoked")]
+        try:
+            proc = subprocess.run(cmd, input=message, capture_output=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return False, f"ssh-keygen -Y verify did not finish within {timeout:.0f} s"
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip().splitlines()
+    return proc.returncode == 0, text[-1] if text else f"exit {proc.returncode}"

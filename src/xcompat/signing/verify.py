@@ -65,6 +65,7 @@ class VerifiedMatrix:
     trust_commit: str | None = None
     trusted_serial: int | None = None  # serial of the matrix at the trust ref (None: no matrix there)
     unchanged: bool = False  # bytes identical to the trusted matrix
+    cross_checked: bool = False  # ssh-keygen -Y verify agreed on the same bytes
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, object]:
@@ -90,6 +91,7 @@ class VerifiedMatrix:
             "trust_commit": self.trust_commit,
             "trusted_serial": self.trusted_serial,
             "unchanged": self.unchanged,
+            "cross_checked": self.cross_checked,
             "notes": list(self.notes),
         }
 
@@ -141,6 +143,7 @@ def verify_matrix(
     repo: str | None = None,
     principal: str | None = None,
     env: Mapping[str, str] | None = None,
+    cross_check: bool = False,
 ) -> VerifiedMatrix:
     """Verify ``matrix_path`` and return the matrix parsed from the verified bytes.
 
@@ -149,7 +152,8 @@ def verify_matrix(
     tree. ``repo`` is the repository the matrix must be bound to (default: from
     ``GITHUB_REPOSITORY`` / ``CI_PROJECT_PATH`` in ``env``; unchecked when unknown).
     ``principal``: optionally require that the signer's principals match this name.
-    ``now`` exists for tests; production uses the current clock.
+    ``cross_check``: also run ``ssh-keygen -Y verify`` on the same bytes and trust inputs;
+    a disagreement is a refusal. ``now`` exists for tests; production uses the current clock.
     Raises ``VerificationError`` (exit 3) or ``InputError`` (exit 2, malformed inputs).
     """
     env = os.environ if env is None else env
@@ -277,6 +281,24 @@ def verify_matrix(
                 file=str(matrix_path),
                 hint="every change needs a higher serial (xcompat matrix sign bumps it)",
             )
+    if cross_check:
+        from xcompat.signing.ssh_keygen import cross_check_verify
+
+        first = signer.principals.split(",")[0].strip()
+        identity = first if not any(c in first for c in "*?!") else signer.principals
+        agreed, said = cross_check_verify(
+            data,
+            sig_bytes,
+            allowed_signers=signers_raw,
+            principal=identity,
+            namespace=NAMESPACE,
+            revoked=revoked_raw,
+        )
+        if not agreed:
+            raise VerificationError(
+                f"ssh-keygen -Y verify disagrees and refuses the signature: {said}",
+                hint="xcompat fails closed when the two verifiers disagree",
+            )
     return VerifiedMatrix(
         matrix=matrix,
         data=data,
@@ -295,5 +317,6 @@ def verify_matrix(
         trust_commit=root.commit if root else None,
         trusted_serial=trusted_serial,
         unchanged=unchanged,
+        cross_checked=cross_check,
         notes=tuple(notes),
     )

@@ -157,7 +157,7 @@ def _torch_dtype(name: str) -> Any:
 def to_tensor(array: np.ndarray, dtype: str, device: str = "cpu") -> Any:
     import torch
 
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    tensor = torch.from_numpy(array.copy(order="C"))  # ascontiguousarray would make 0-d arrays 1-d
     return tensor.to(device=device, dtype=_torch_dtype(dtype))
 
 

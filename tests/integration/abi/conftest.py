@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from tests.helpers import abi as h
 
 TORCH_2_14_WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")

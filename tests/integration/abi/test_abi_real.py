@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from tests.helpers import abi as h
+
 from xcompat.abi import diff_paths
 from xcompat.abi.elf import read_elf
 from xcompat.abi.links import check_links
@@ -77,6 +78,18 @@ def test_library_pair_findings(demo_libs):
     vt = next(f for f in doc["findings"] if f["kind"] == "vtable_size_changed")
     assert (vt["old"], vt["new"]) == (40, 48) and vt["demangled"].startswith("vtable for Shape")
     assert doc["required_bump"] == "major" and doc["status"] == "failed"
+
+
+def test_deep_tier_reports_what_it_could_not_check(demo_libs):
+    doc = diff_paths(demo_libs["v1"], demo_libs["v2"]).to_dict()
+    assert any("no DWARF debug info" in u for u in doc["unchecked"])
+    g1, g2 = h.build_demo_library("v1", debug=True), h.build_demo_library("v2", debug=True)
+    assert read_elf(g1).debug_info and not read_elf(demo_libs["v1"]).debug_info
+    doc = diff_paths(g1, g2).to_dict()
+    if shutil.which("abidiff"):
+        assert ("abidiff_incompatible", None) in kinds(doc)
+    else:
+        assert any("abidiff (libabigail) is not installed" in u for u in doc["unchecked"])
 
 
 def test_extension_internal_symbols_are_noise(demo_exts):
@@ -282,3 +295,20 @@ def test_sample_project_v1_to_v2(request):
                  "torch_op_schema_changed"):
         assert counts.get(kind, 0) >= 1, (kind, counts, doc["unchecked"])
     assert doc["required_bump"] == "major"
+
+
+def test_folders_of_wheels_pair_by_architecture(demo_libs, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    for arch in ("x86_64", "aarch64"):
+        h.make_wheel(old, version="1.0.0", tag=f"cp311-cp311-manylinux_2_17_{arch}", files={"demo/libdemo.so": demo_libs["v1"]})
+    # the x86_64 wheel moves to manylinux_2_28 and the aarch64 wheel is no longer built
+    h.make_wheel(new, version="1.0.1", tag="cp311-cp311-manylinux_2_28_x86_64", files={"demo/libdemo.so": demo_libs["v1"]})
+    doc = diff_paths(old, new, python_api="off", torch_ops="off", against_version=True).to_dict()
+    validate("abi-diff", doc)
+    got = kinds(doc)
+    assert ("wheel_tag_dropped", None) in got and ("glibc_floor_raised", None) in got
+    dropped = next(f for f in doc["findings"] if f["kind"] == "wheel_tag_dropped")
+    assert "aarch64" in dropped["detail"]
+    # x86_64/demo/libdemo.so is paired across the floor change; only aarch64's copy is gone
+    assert [f["library"] for f in doc["findings"] if f["kind"] == "library_removed"] == ["aarch64/demo/libdemo.so"]
+    assert doc["actual_bump"] == "patch" and doc["status"] == "failed"

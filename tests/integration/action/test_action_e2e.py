@@ -201,8 +201,13 @@ def test_plan_stage_verifies_against_the_pull_request_base(sample: Path) -> None
     assert run.status == "failure"
     assert run.step("verify").outcome == "failure"
     assert run.step("verify").env["XCOMPAT_PR_BASE_SHA"] == base
-    assert run.step("plan").outcome == "skipped"
+    assert run.step("verify").outputs["exit-code"] == "3"
+    # the plan step only reports the conclusion: nothing was planned from an unverified matrix
+    assert run.step("plan").outcome == "failure"
+    assert "nothing was planned" in run.step("plan").stdout
+    assert not (sample.parent / ".xcompat-out" / "plan.json").exists()
     assert run.outputs["matrix"] == ""
+    assert (run.outputs["conclusion"], run.outputs["exit-code"]) == ("failure", "3")
 
 
 def test_plan_then_gate_on_the_sample_project(sample: Path) -> None:
@@ -237,3 +242,31 @@ def test_plan_then_gate_on_the_sample_project(sample: Path) -> None:
     failed = [c for c in document["checks"] if not c["passed"]]
     assert [c["name"] for c in failed] == [f"cell:{required}"]
     assert failed[0]["reason"] == "got results for build, expected also test"
+
+
+def test_report_stage_posts_to_github_as_its_openapi_contract_allows(workspace: Repo) -> None:
+    """The report stage against a loopback GitHub that checks every request against @octokit/openapi."""
+    from tests.helpers import fake_github
+
+    reason = fake_github.contract_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    fake = fake_github.start(fake_github.FakeGitHub(fake_github.load_contract()))
+    sha = "b" * 40
+    fake.add_pull(7, sha)
+    try:
+        run = run_composite_action(
+            REPO_ROOT, {"stage": "report", "github-token": "good-token", **UNSIGNED}, workspace=workspace.path,
+            github={"repository": "octo/proj", "event_name": "pull_request", "sha": sha,
+                    "event": {"pull_request": {"number": 7, "head": {"sha": sha, "repo": {"full_name": "octo/proj"}}}}},
+            env={"GITHUB_API_URL": fake.url},
+        )
+    finally:
+        fake_github.stop(fake)
+    assert run.step("run").env["GITHUB_TOKEN"] == "good-token"
+    assert fake.violations == []
+    assert fake.check_runs, run.log
+    assert [c["body"] for c in fake.comments.get(7, [])], run.log
+    assert Path(run.outputs["result"]).is_file(), run.log
+    assert "xcompat" in run.summary.lower()
+    assert run.outputs["conclusion"] == "success", run.log

@@ -9,8 +9,8 @@ import json
 import shutil
 
 import pytest
-
 from tests.helpers.coverage import build_sample_with_coverage, run_sample_tests, run_xcompat
+
 from xcompat.jsonio import validate
 from xcompat.resources import data_dir
 
@@ -29,19 +29,42 @@ def sample(tmp_path_factory):
     work = tmp_path_factory.mktemp("sample-cov")
     artifacts = []
     runs = {}
-    for cell, tests in (("py3-linux-x86_64-cpu-core", ["tests/test_core.py"]),
-                        ("py3-linux-x86_64-cpu-torch", ["tests/test_ops.py"])):
+    for cell, tests in (
+        ("py3-linux-x86_64-cpu-core", ["tests/test_core.py"]),
+        ("py3-linux-x86_64-cpu-torch", ["tests/test_ops.py"]),
+    ):
         cell_dir = work / cell
         cell_dir.mkdir()
         run = runs[cell] = run_sample_tests(built, cell_dir, tests, cell=cell)
         out = work / "artifacts" / f"{cell}.json"
-        proc = run_xcompat("coverage", "collect", "--cell-id", cell, "--python-data", str(run["data"]),
-                           "--gcov-root", str(run["gcov_root"]), "--source-root", str(project), "--out", str(out))
+        proc = run_xcompat(
+            "coverage",
+            "collect",
+            "--cell-id",
+            cell,
+            "--python-data",
+            str(run["data"]),
+            "--gcov-root",
+            str(run["gcov_root"]),
+            "--source-root",
+            str(project),
+            "--out",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         artifacts.append(out)
     out_dir = work / "merged"
-    proc = run_xcompat("coverage", "merge", str(work / "artifacts"), "--repo", str(project), "--out-dir", str(out_dir),
-                       "--matrix", str(project / ".xcompat" / "matrix.yml"))
+    proc = run_xcompat(
+        "coverage",
+        "merge",
+        str(work / "artifacts"),
+        "--repo",
+        str(project),
+        "--out-dir",
+        str(out_dir),
+        "--matrix",
+        str(project / ".xcompat" / "matrix.yml"),
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return {"project": project, "artifacts": artifacts, "out": out_dir, "merge": proc, "runs": runs}
 
@@ -50,8 +73,12 @@ def test_merged_report_names_python_c_and_cpp_files_with_plausible_coverage(samp
     doc = json.loads((sample["out"] / "coverage.json").read_text())
     validate("coverage", doc)
     files = {f["path"]: f for f in doc["files"]}
-    for path, language in (("sample_ext/__init__.py", "python"), ("sample_ext/_ops_loader.py", "python"),
-                           ("csrc/core.c", "c"), ("csrc/ops.cpp", "cpp")):
+    for path, language in (
+        ("sample_ext/__init__.py", "python"),
+        ("sample_ext/_ops_loader.py", "python"),
+        ("csrc/core.c", "c"),
+        ("csrc/ops.cpp", "cpp"),
+    ):
         assert path in files, f"{path} missing from {sorted(files)}"
         f = files[path]
         assert f["language"] == language

@@ -11,8 +11,8 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from tests.helpers.coverage import build_tiny_cell, git, run_xcompat, write_tiny_project
+
 from xcompat.jsonio import validate
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
@@ -37,13 +37,38 @@ def tiny(tmp_path_factory):
     for cell in ("cell_a", "cell_b"):
         built = build_tiny_cell(project, root / cell, cell)
         out = root / "artifacts" / f"{cell}.json"
-        proc = run_xcompat("coverage", "collect", "--cell-id", f"py3-linux-{cell}", "--python-data", str(built["data"]),
-                           "--gcov-root", str(built["build"]), "--source-root", str(project), "--out", str(out))
+        proc = run_xcompat(
+            "coverage",
+            "collect",
+            "--cell-id",
+            f"py3-linux-{cell}",
+            "--python-data",
+            str(built["data"]),
+            "--gcov-root",
+            str(built["build"]),
+            "--source-root",
+            str(project),
+            "--out",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         artifacts.append(out)
     out_dir = root / "merged"
-    proc = run_xcompat("coverage", "merge", *map(str, artifacts), "--repo", str(project), "--base-ref", "main",
-                       "--threshold-overall", "40", "--threshold-diff", "90", "--out-dir", str(out_dir))
+    proc = run_xcompat(
+        "coverage",
+        "merge",
+        *map(str, artifacts),
+        "--repo",
+        str(project),
+        "--base-ref",
+        "main",
+        "--threshold-overall",
+        "40",
+        "--threshold-diff",
+        "90",
+        "--out-dir",
+        str(out_dir),
+    )
     return {"project": project, "artifacts": artifacts, "out": out_dir, "merge": proc}
 
 

@@ -73,6 +73,7 @@ def test_a_failing_build_raises_tool_error_with_the_log(tmp_path: Path, monkeypa
     shutil.copytree(KERNELS, broken)
     (broken / "torch" / "xk_ops.cpp").write_text("#error deliberately broken\n", encoding="utf-8")
     monkeypatch.setattr(build, "data_dir", lambda name: broken)
+    monkeypatch.setattr(build, "CPU_SOURCES", ("torch/xk_ops.cpp",))  # fail fast: one file
     key = build.build_key(with_device=False)
     try:
         build._build(key, tmp_path / "cache" / key.digest(), verbose=False, env={})

@@ -48,8 +48,8 @@ def test_forced_isa_is_used_and_reported(kernels_lib: Any) -> None:
     assert {c["isa"] for c in doc["kernels"][0]["cases"]} == {"scalar"}
 
 
-@pytest.mark.parametrize("value", ["avx9", "neon" if os.uname().machine == "x86_64" else "avx2"])
-def test_forced_isa_the_cpu_cannot_run_is_refused(kernels_lib: Any, value: str) -> None:
+def test_forced_isa_the_cpu_cannot_run_is_refused(kernels_lib: Any) -> None:
+    value = "neon" if os.uname().machine == "x86_64" else "avx2"
     proc = run_cli(["kernels", "run", "--backend", "cpu", "--kernel", "add", "--no-opcheck"],
                    env=subprocess_env(XCOMPAT_KERNELS_ISA=value))
     assert proc.returncode == 5

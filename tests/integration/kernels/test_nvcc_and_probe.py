@@ -135,5 +135,12 @@ def test_probe_cli_bad_wheel_is_an_input_error(tmp_path: Path) -> None:
     proc = run_cli(["probe", "--wheel", str(bad)])
     assert proc.returncode == 2
     assert "broken-1.0-py3-none-any.whl" in proc.stderr and "Traceback" not in proc.stderr
-    missing = run_cli(["probe", "--wheel", str(tmp_path / "absent.whl")])
-    assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_probe_missing_wheel_is_an_input_error(tmp_path: Path) -> None:
+    from xcompat.errors import InputError
+    from xcompat.probe import collect_probe
+
+    with pytest.raises(InputError, match="not found") as info:
+        collect_probe(wheel=tmp_path / "absent.whl")
+    assert info.value.exit_code == 2 and info.value.file.endswith("absent.whl")

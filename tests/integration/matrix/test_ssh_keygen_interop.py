@@ -227,5 +227,44 @@ def test_encrypted_key_without_pub_file(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="passphrase-protected"):
         sign_matrix(tmp_path / "matrix.yml", key, method="python")
     monkeypatch.setenv("XCOMPAT_SIGNING_KEY_PASSPHRASE", "pw-123")
+    try:
+        import bcrypt  # noqa: F401
+    except ImportError:
+        from xcompat.errors import UnavailableError
+
+        with pytest.raises(UnavailableError, match="needs the bcrypt package"):
+            sign_matrix(tmp_path / "matrix.yml", key, method="python")
+        return
     assert sign_matrix(tmp_path / "matrix.yml", key, method="python").serial_after == 3
     assert theirs(tmp_path, "enc@x").returncode == 0
+
+
+def test_ssh_keygen_failure_is_a_tool_error_and_writes_nothing(workdir, keys, tmp_path):
+    from xcompat.errors import ToolError
+
+    broken = tmp_path / "broken"
+    broken.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+    broken.chmod(0o600)
+    Path(str(broken) + ".pub").write_text(keys["p256"].public.read_text())
+    before = (workdir / "matrix.yml").read_bytes()
+    with pytest.raises(ToolError, match=r"ssh-keygen -Y sign failed \(exit 255\)") as info:
+        sign_matrix(workdir / "matrix.yml", broken, method="ssh-keygen")
+    assert info.value.exit_code == 4
+    assert (workdir / "matrix.yml").read_bytes() == before
+    assert not (workdir / "matrix.yml.sig").exists()
+
+
+def test_cross_check_agrees_on_the_trusted_bytes(workdir, keys, monkeypatch):
+    alice = keys["p256"]
+    ssh_keygen_sign(alice, workdir / "matrix.yml")
+    (workdir / "revoked").write_text(keys["stranger"].public.read_text())
+    result = ours(workdir, revoked=workdir / "revoked", cross_check=True)
+    assert result.cross_checked and result.principal == alice.principal
+    # A verifier that disagrees makes the verification fail closed.
+    stub = workdir / "fake-ssh-keygen"
+    stub.write_text("#!/bin/sh\necho 'Signature verification failed: fake' >&2\nexit 255\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("XCOMPAT_SSH_KEYGEN", str(stub))
+    with pytest.raises(VerificationError, match="ssh-keygen -Y verify disagrees.*fake"):
+        ours(workdir, cross_check=True)
+    assert not ours(workdir).cross_checked

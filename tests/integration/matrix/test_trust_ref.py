@@ -162,3 +162,14 @@ def test_relative_paths_from_a_subfolder(repo, monkeypatch):
     monkeypatch.chdir(root / ".xcompat")
     result = verify_matrix("matrix.yml", allowed_signers="allowed_signers", trust_ref="base", env={})
     assert result.allowed_signers_source == "base:.xcompat/allowed_signers" and result.unchanged
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+def test_cross_check_uses_the_trust_ref_files(repo):
+    root, keys = repo
+    x = root / ".xcompat"
+    sign_matrix(x / "matrix.yml", keys["alice"].private, method="python")
+    # The working-tree trust list is emptied by the PR; ssh-keygen must see the trusted one.
+    (x / "allowed_signers").write_text("# emptied\n")
+    result = verify(root, cross_check=True)
+    assert result.cross_checked and result.trusted_serial == 1

@@ -401,3 +401,29 @@ def test_macho_targets_diff():
     d = diff_manifests(manifest({"l": a}), manifest({"l": b}))
     assert sorted((f.kind, f.symbol) for f in d.findings) == [
         ("macos_target_raised", None), ("symbol_added", "other"), ("symbol_removed", "exported_fn")]
+
+
+# -- optional libabigail tier --------------------------------------------------------------------
+@pytest.mark.parametrize(("code", "verdict"), [(0, "same"), (4, "changed"), (12, "incompatible"), (1, "error"), (3, "error")])
+def test_abidiff_exit_bits(code, verdict):
+    from xcompat.abi.abigail import decode_exit
+
+    assert decode_exit(code) == verdict
+
+
+def test_without_debug_info_the_deep_tier_says_what_was_not_checked(tmp_path):
+    from xcompat.abi.abigail import run_abidiff
+
+    found, unchecked = [], []
+    run_abidiff(tmp_path / "a.so", tmp_path / "b.so", lambda *a, **k: found.append(a), unchecked,
+                old_debug=False, new_debug=True)
+    assert not found and "no DWARF debug info" in unchecked[0]
+
+
+def test_cuobjdump_listing_fallback_parser():
+    from xcompat.abi.fatbin import parse_cuobjdump_listing
+
+    text = ("ELF file    1: libk.1.sm_80.cubin\nELF file    2: libk.2.sm_90a.cubin\n"
+            "PTX file    1: libk.1.sm_90.ptx\nsomething else\n")
+    assert parse_cuobjdump_listing(text) == ("sm_80", "compute_90", "sm_90")
+    assert parse_cuobjdump_listing("") == ()

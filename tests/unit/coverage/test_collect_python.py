@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from tests.helpers.coverage import run_xcompat
+
 from xcompat.coverage.collect import CollectOptions, cell_to_document, collect
 from xcompat.jsonio import validate
 
@@ -73,9 +73,11 @@ def test_unmapped_files_are_listed(project, tmp_path):
 def test_missing_plugin_skips_its_files_with_a_warning(project, tmp_path):
     repo, installed = project
     (repo / "src" / "pkg" / "fast.pyx").write_text("def h():\n    return 1\n")
-    data = write_data(tmp_path / ".coverage",
-                      {str(installed / "mod.py"): [1], str(repo / "src" / "pkg" / "fast.pyx"): [1]},
-                      {str(repo / "src" / "pkg" / "fast.pyx"): "NoSuchPlugin.Module.Plugin"})
+    data = write_data(
+        tmp_path / ".coverage",
+        {str(installed / "mod.py"): [1], str(repo / "src" / "pkg" / "fast.pyx"): [1]},
+        {str(repo / "src" / "pkg" / "fast.pyx"): "NoSuchPlugin.Module.Plugin"},
+    )
     cell = collect(CollectOptions(cell_id=None, source_root=repo, python_data=(data,)))
     assert [f.path for f in cell.files] == ["src/pkg/mod.py"]
     assert any("NoSuchPlugin" in w and "1 file(s)" in w for w in cell.warnings)
@@ -87,8 +89,19 @@ def test_cli_corrupt_data_names_file_and_cell_and_keeps_the_rest(project, tmp_pa
     bad = tmp_path / ".coverage.bad"
     bad.write_bytes(good.read_bytes()[:300])
     out = tmp_path / "cell.json"
-    proc = run_xcompat("coverage", "collect", "--cell-id", "py3.12-linux-x86_64-cpu", "--python-data", str(good),
-                       str(bad), "--source-root", str(repo), "--out", str(out))
+    proc = run_xcompat(
+        "coverage",
+        "collect",
+        "--cell-id",
+        "py3.12-linux-x86_64-cpu",
+        "--python-data",
+        str(good),
+        str(bad),
+        "--source-root",
+        str(repo),
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 2, proc.stderr
     assert str(bad) in proc.stderr and "Traceback" not in proc.stderr
     doc = json.loads(out.read_text())
@@ -101,7 +114,27 @@ def test_cli_corrupt_data_names_file_and_cell_and_keeps_the_rest(project, tmp_pa
 def test_cli_usage_errors(tmp_path):
     proc = run_xcompat("coverage", "collect", "--out", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "nothing to collect" in proc.stderr
-    proc = run_xcompat("coverage", "collect", "--python-data", str(tmp_path / "nope"), "--map", "bad",
-                       "--out", str(tmp_path / "x.json"))
+    proc = run_xcompat(
+        "coverage",
+        "collect",
+        "--python-data",
+        str(tmp_path / "nope"),
+        "--map",
+        "bad",
+        "--out",
+        str(tmp_path / "x.json"),
+    )
     assert proc.returncode == 2 and "FROM=TO" in proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_data_folder_and_parallel_files_count_once_per_cell(project, tmp_path):
+    repo, installed = project
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_data(folder / ".coverage.host.1.a", {str(installed / "mod.py"): [1, 2]})
+    write_data(folder / ".coverage.host.2.b", {str(installed / "mod.py"): [1, 7]})
+    (folder / "unrelated.txt").write_text("not data")
+    cell = collect(CollectOptions(cell_id="c", source_root=repo, python_data=(folder,)))
+    (f,) = cell.files
+    assert dict(zip(f.lines, f.hits)) == {1: 1, 2: 1, 3: 0, 7: 1, 8: 0}

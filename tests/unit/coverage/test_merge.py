@@ -4,8 +4,8 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from tests.helpers.coverage import synthetic_artifact, write_artifact
+
 from xcompat.coverage.cobertura import GITLAB_COBERTURA_LIMITS, render_cobertura
 from xcompat.coverage.merge import diff_coverage, merge_cells
 from xcompat.coverage.model import line_ranges, uncovered_ranges
@@ -16,15 +16,21 @@ from xcompat.jsonio import validate
 
 @pytest.fixture
 def two_cells(tmp_path):
-    a = synthetic_artifact("py3.12-linux-x86_64-cpu", {
-        "pkg/m.py": ([1, 2, 3, 4, 6], [1, 1, 0, 0, 1]),
-        "csrc/core.c": ([10, 11, 12], [5, 0, 0]),
-    })
-    b = synthetic_artifact("py3.13-linux-aarch64-cpu", {
-        "pkg/m.py": ([1, 2, 3, 4, 6], [1, 0, 1, 0, 0]),
-        "csrc/core.c": ([10, 11, 12, 13], [2, 0, 0, 7]),  # another compiler: one more line
-        "csrc/ops.cu": ([5, 6], [0, 0]),
-    })
+    a = synthetic_artifact(
+        "py3.12-linux-x86_64-cpu",
+        {
+            "pkg/m.py": ([1, 2, 3, 4, 6], [1, 1, 0, 0, 1]),
+            "csrc/core.c": ([10, 11, 12], [5, 0, 0]),
+        },
+    )
+    b = synthetic_artifact(
+        "py3.13-linux-aarch64-cpu",
+        {
+            "pkg/m.py": ([1, 2, 3, 4, 6], [1, 0, 1, 0, 0]),
+            "csrc/core.c": ([10, 11, 12, 13], [2, 0, 0, 7]),  # another compiler: one more line
+            "csrc/ops.cu": ([5, 6], [0, 0]),
+        },
+    )
     return [write_artifact(tmp_path / "a.json", a), write_artifact(tmp_path / "b.json", b)]
 
 
@@ -50,8 +56,13 @@ def test_ranges():
 
 
 def test_report_document_validates_and_reports_languages(two_cells):
-    report = build_report(MergeOptions(cell_files=tuple(two_cells), repo=two_cells[0].parent,
-                                       thresholds=Thresholds(overall=50.0, source="options")))
+    report = build_report(
+        MergeOptions(
+            cell_files=tuple(two_cells),
+            repo=two_cells[0].parent,
+            thresholds=Thresholds(overall=50.0, source="options"),
+        )
+    )
     doc = report.document
     validate("coverage", doc)
     assert doc["totals"] == {"files": 3, "lines_valid": 11, "lines_covered": 6, "percent": 54.55}
@@ -62,16 +73,27 @@ def test_report_document_validates_and_reports_languages(two_cells):
     assert files["pkg/m.py"]["uncovered_ranges"] == [[4, 4]]
     assert files["csrc/core.c"]["uncovered_ranges"] == [[11, 12]]
     md = report.markdown
-    for needle in ("| Python |", "| C |", "| CUDA host |", "`csrc/ops.cu`", "py3.13-linux-aarch64-cpu", "54.55 %"):
+    for needle in (
+        "| Python |",
+        "| C |",
+        "| CUDA host |",
+        "`csrc/ops.cu`",
+        "py3.13-linux-aarch64-cpu",
+        "54.55 %",
+    ):
         assert needle in md
 
 
 def test_threshold_failure_gives_reason(two_cells):
-    report = build_report(MergeOptions(cell_files=tuple(two_cells), repo=two_cells[0].parent,
-                                       thresholds=Thresholds(overall=80.0, diff=90.0, source="options"),
-                                       base_ref="origin/main"),
-                          changed={"pkg/m.py": (3, 4, 5, 6), "csrc/core.c": (13,), "docs/x.md": (1,),
-                                   "pkg/new.py": (1, 2)})
+    report = build_report(
+        MergeOptions(
+            cell_files=tuple(two_cells),
+            repo=two_cells[0].parent,
+            thresholds=Thresholds(overall=80.0, diff=90.0, source="options"),
+            base_ref="origin/main",
+        ),
+        changed={"pkg/m.py": (3, 4, 5, 6), "csrc/core.c": (13,), "docs/x.md": (1,), "pkg/new.py": (1, 2)},
+    )
     doc = report.document
     validate("coverage", doc)
     assert doc["status"] == "failed"
@@ -167,8 +189,20 @@ def test_cobertura_size_limit_keeps_changed_files_first(two_cells):
     result = merge_cells(two_cells)
     full = render_cobertura(result.files.values(), source="/r")
     limit = len(full.xml) - 10
-    out = render_cobertura(result.files.values(), source="/r", changed_paths=frozenset({"pkg/m.py"}),
-                           max_bytes=limit)
+    out = render_cobertura(
+        result.files.values(), source="/r", changed_paths=frozenset({"pkg/m.py"}), max_bytes=limit
+    )
     assert out.files_written == 1 and out.files_omitted == 2 and "the change touches" in out.reason
     assert 'filename="pkg/m.py"' in out.xml and "csrc/core.c" not in out.xml
     assert len(out.xml.encode()) <= limit
+
+
+def test_markdown_cuts_long_file_tables_and_escapes_pipes(tmp_path):
+    files = {f"pkg/m{i}.py": ([1, 2], [1, 0]) for i in range(5)}
+    files["pkg/we|ird.py"] = ([1], [0])
+    path = write_artifact(tmp_path / "a.json", synthetic_artifact("cell|x", files))
+    report = build_report(MergeOptions(cell_files=(path,), repo=tmp_path, max_file_rows=3))
+    md = report.markdown
+    assert "… 3 more files in coverage.json" in md
+    assert "`cell\\|x`" in md
+    assert md.count("| `pkg/") == 3

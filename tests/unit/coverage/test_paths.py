@@ -100,9 +100,21 @@ def test_list_repo_files_walk_skips_build_and_venv(tmp_path):
 
 @pytest.mark.parametrize(
     ("path", "lang"),
-    [("a/b.py", "python"), ("x.pyx", "cython"), ("x.pxd", "cython"), ("k.c", "c"), ("k.h", "c"),
-     ("k.cpp", "cpp"), ("k.cc", "cpp"), ("k.C", "cpp"), ("k.hpp", "cpp"), ("k.cu", "cuda"), ("k.cuh", "cuda"),
-     ("Makefile", "other"), ("dir.d/file", "other")],
+    [
+        ("a/b.py", "python"),
+        ("x.pyx", "cython"),
+        ("x.pxd", "cython"),
+        ("k.c", "c"),
+        ("k.h", "c"),
+        ("k.cpp", "cpp"),
+        ("k.cc", "cpp"),
+        ("k.C", "cpp"),
+        ("k.hpp", "cpp"),
+        ("k.cu", "cuda"),
+        ("k.cuh", "cuda"),
+        ("Makefile", "other"),
+        ("dir.d/file", "other"),
+    ],
 )
 def test_language_of(path, lang):
     assert language_of(path) == lang

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.helpers.coverage import git
+
 from xcompat.coverage.diff import changed_lines
 from xcompat.coverage.thresholds import (
     Thresholds,

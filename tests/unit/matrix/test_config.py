@@ -77,6 +77,10 @@ def test_expired_uses_the_given_day():
         ),
         ("tests:\n  isolation: tests\n", "did you mean 'test'?"),
         ("abi:\n  bumps: {symbol_removed: huge}\n", "expected one of"),
+        (
+            "include:\n  - {python: '3.12', platform: linux, arch: x86_64, backend: cpu, toolkit: '12.8'}\n",
+            "backend 'cpu' has no toolkit",
+        ),
     ],
 )
 def test_cross_field_errors(extra, message):

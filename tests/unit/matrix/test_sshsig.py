@@ -62,6 +62,8 @@ def test_sign_then_verify_round_trip(curve, hashalg, p256, p384):
 
 
 def test_fingerprint_matches_cryptography(p256):
+    if not hasattr(serialization, "ssh_key_fingerprint"):
+        pytest.skip("cryptography < 45 has no ssh_key_fingerprint to compare with")
     blob = _blob(p256)
     expected = serialization.ssh_key_fingerprint(p256.public_key(), hashes_sha256())
     assert fingerprint(blob) == "SHA256:" + base64.b64encode(expected).decode().rstrip("=")

@@ -1,0 +1,3 @@
+FROM x
+COPY src /src
+RUN pip install /src

@@ -1,0 +1,106 @@
+"""xcompat's overhead on a native build of the sample project.
+
+Measures, in one run and alternating the order each round, on fresh copies of
+examples/sample-ext:
+
+  xcompat    ``xcompat build --backend native`` (build, auditwheel repair with the default
+             excludes, auditwheel show, policy-symbol scan, abi3audit, CUDA arch scan, build.json)
+  by hand    ``python -m build --wheel --no-isolation`` + ``auditwheel repair`` with the same excludes
+
+and prints the median wall time of each, the ratio, and xcompat's own share (its audits and
+bookkeeping). Target: overhead under 5 %.
+
+    python benchmarks/build_overhead.py [--rounds 3] [--no-cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "examples" / "sample-ext"
+sys.path.insert(0, str(REPO / "src"))
+
+from xcompat.build.defaults import default_excludes
+from xcompat.build.tools import tool_env
+
+
+def fresh_copy(root: Path, name: str) -> Path:
+    dest = root / name
+    shutil.copytree(SAMPLE, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "tests", ".xcompat"))
+    return dest
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def by_xcompat(root: Path, env: dict[str, str], index: int) -> tuple[float, dict]:
+    project = fresh_copy(root, f"x{index}")
+    out = root / f"x{index}-out"
+    seconds = run([sys.executable, "-m", "xcompat", "build", str(project), "--backend", "native", "--out", str(out),
+                   "--no-ccache"], root, env)
+    record = json.loads((out / "build.json").read_text())
+    return seconds, record
+
+
+def by_hand(root: Path, env: dict[str, str], index: int) -> float:
+    project = fresh_copy(root, f"h{index}")
+    raw, fixed = root / f"h{index}-raw", root / f"h{index}-out"
+    start = time.perf_counter()
+    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(raw), str(project)], project, env)
+    wheel = next(raw.glob("*.whl"))
+    argv = ["auditwheel", "repair", "-w", str(fixed)]
+    for pattern in default_excludes():
+        argv += ["--exclude", pattern]
+    run([*argv, str(wheel)], project, env)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-cuda", action="store_true", help="build without the nvcc part (SAMPLE_EXT_CUDA=0)")
+    args = parser.parse_args()
+    env = tool_env(None, {"CI": "", "GITHUB_ACTIONS": "", "XCOMPAT_NO_CCACHE": "1"})
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    if args.no_cuda:
+        env["SAMPLE_EXT_CUDA"] = "0"
+    xc: list[float] = []
+    hand: list[float] = []
+    audits: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="xcompat-bench-build-") as tmp:
+        root = Path(tmp)
+        for i in range(args.rounds):
+            order = ("x", "h") if i % 2 == 0 else ("h", "x")
+            for which in order:
+                if which == "x":
+                    seconds, record = by_xcompat(root, env, i)
+                    xc.append(seconds)
+                    audits.append(sum(w["audit_seconds"] for w in record["wheels"]))
+                else:
+                    hand.append(by_hand(root, env, i))
+            print(f"round {i + 1}: xcompat {xc[-1]:.2f}s, by hand {hand[-1]:.2f}s, of which audits {audits[-1]:.2f}s",
+                  flush=True)
+    mx, mh, ma = statistics.median(xc), statistics.median(hand), statistics.median(audits)
+    print(f"native build of examples/sample-ext, {args.rounds} rounds, medians:")
+    print(f"  xcompat build --backend native   {mx:8.2f} s")
+    print(f"  python -m build + auditwheel     {mh:8.2f} s")
+    print(f"  ratio xcompat / by hand          {mx / mh:8.3f}  (overhead {100 * (mx - mh) / mh:+.1f} %)")
+    print(f"  of which xcompat's audits        {ma:8.2f} s ({100 * ma / mh:.1f} % of the hand-run time)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
