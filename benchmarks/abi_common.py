@@ -32,29 +32,39 @@ def extract(wheel: Path, member: str, label: str) -> Path:
     return out
 
 
-def run(cmd: list[str], *, stdout=subprocess.DEVNULL, env=None) -> tuple[float, int, int]:
-    """Run ``cmd``; (wall seconds, peak RSS in MB, exit code)."""
+LAST_CPU: dict[str, float] = {}
+
+
+def run(cmd: list[str], *, stdout=subprocess.DEVNULL, env=None) -> tuple[float, float, int, int]:
+    """Run ``cmd``; (wall seconds, CPU seconds incl. children, peak RSS in MB, exit code)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
 
 
 def measure(label: str, cmds: list[list[str]], repeat: int) -> tuple[float, int]:
-    """Median wall time of running ``cmds`` one after the other, and the largest peak RSS."""
-    times, peak = [], 0
+    """Median wall time of running ``cmds`` one after the other, and the largest peak RSS.
+
+    The median CPU time is printed too (and kept in ``LAST_CPU[label]``): on a shared,
+    busy machine it is the steadier of the two figures."""
+    times, cpus, peak = [], [], 0
     for cmd in cmds:
         run(cmd)  # warm-up (page cache, bytecode)
     for _ in range(repeat):
-        total = 0.0
+        total = cpu_total = 0.0
         for cmd in cmds:
-            wall, rss, _rc = run(cmd)
+            wall, cpu, rss, _rc = run(cmd)
             total += wall
+            cpu_total += cpu
             peak = max(peak, rss)
         times.append(total)
+        cpus.append(cpu_total)
     med = statistics.median(times)
-    print(f"  {label:<46} {med:8.3f} s  (min {min(times):.3f}, n={repeat})  peak RSS {peak:5d} MB")
+    LAST_CPU[label] = statistics.median(cpus)
+    print(f"  {label:<46} {med:8.3f} s wall (min {min(times):.3f}, n={repeat})  "
+          f"{LAST_CPU[label]:7.3f} s CPU  peak RSS {peak:5d} MB")
     return med, peak
 
 

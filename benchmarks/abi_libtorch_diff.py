@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat
+from abi_common import LAST_CPU, PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat
 
 PYELFTOOLS = r"""
 import sys
@@ -67,12 +67,15 @@ def main() -> None:
         ["nm", "-D", "--defined-only", str(old)], ["nm", "-D", "--defined-only", str(new)]], args.repeat)
     ours, ours_rss = measure("xcompat abi diff --format json", [
         xcompat("abi", "diff", str(old), str(new), "--format", "json")], args.repeat)
-    print(f"  ratio xcompat / nm: {ours / nm:.2f}x time, {ours_rss / max(nm_rss, 1):.2f}x memory (goal: within 1.5x time)")
+    cpu = LAST_CPU["xcompat abi diff --format json"] / LAST_CPU["nm -D --defined-only (both files)"]
+    print(f"  ratio xcompat / nm: {ours / nm:.2f}x wall, {cpu:.2f}x CPU, {ours_rss / max(nm_rss, 1):.2f}x memory "
+          "(goal: within 1.5x)")
     print("reading .dynsym + version tables of both files (process start included):")
     reader, _ = measure("xcompat ELF reader", [[PY, "-c", OURS, str(old), str(new)]], args.repeat)
     if not args.skip_pyelftools:
         pyelf, _ = measure("pyelftools", [[PY, "-c", PYELFTOOLS, str(old), str(new)]], max(1, args.repeat // 2))
-        print(f"  ratio pyelftools / xcompat reader: {pyelf / reader:.1f}x")
+        print(f"  ratio pyelftools / xcompat reader: {pyelf / reader:.1f}x wall, "
+              f"{LAST_CPU['pyelftools'] / LAST_CPU['xcompat ELF reader']:.1f}x CPU")
     # in-process figure without interpreter start, for reference
     from xcompat.abi.elf import read_elf
 

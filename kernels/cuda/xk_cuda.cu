@@ -6,6 +6,13 @@
 
 #include "xk_cuda.h"
 
+// Full-warp mask for the shuffle intrinsics: HIP on AMD takes a 64-bit mask (wave64).
+#if defined(__HIP_PLATFORM_AMD__) || defined(USE_ROCM)
+#define XK_FULL_MASK 0xffffffffffffffffull
+#else
+#define XK_FULL_MASK 0xffffffffu
+#endif
+
 namespace {
 
 constexpr int kBlock = 256;
@@ -38,14 +45,14 @@ __global__ void exp_kernel(int dt, const void* a, void* out, int64_t n) {
 }
 
 __device__ __forceinline__ float block_reduce_max(float v, float* shared) {
-  for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+  for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(XK_FULL_MASK, v, off));
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + warpSize - 1) / warpSize;
   v = threadIdx.x < warps ? shared[threadIdx.x] : -INFINITY;
   if (warp == 0)
-    for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+    for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(XK_FULL_MASK, v, off));
   if (threadIdx.x == 0) shared[0] = v;
   __syncthreads();
   v = shared[0];
@@ -54,14 +61,14 @@ __device__ __forceinline__ float block_reduce_max(float v, float* shared) {
 }
 
 __device__ __forceinline__ float block_reduce_sum(float v, float* shared) {
-  for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+  for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(XK_FULL_MASK, v, off);
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + warpSize - 1) / warpSize;
   v = threadIdx.x < warps ? shared[threadIdx.x] : 0.0f;
   if (warp == 0)
-    for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(XK_FULL_MASK, v, off);
   if (threadIdx.x == 0) shared[0] = v;
   __syncthreads();
   v = shared[0];

@@ -18,7 +18,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,6 +142,8 @@ class Logger:
         if self.dialect == "github":
             self._emit(f"::group::{_escape_data(title)}")
         elif self.dialect == "gitlab":
+            import uuid
+
             name = re.sub(r"[^a-zA-Z0-9_.-]", "_", title)[:40] + "_" + uuid.uuid4().hex[:6]
             opts = "[collapsed=true]" if collapsed else ""
             self._emit(f"\x1b[0Ksection_start:{int(time.time())}:{name}{opts}\r\x1b[0K{title}")
@@ -178,6 +179,8 @@ class Logger:
         target = self.env.get("GITHUB_OUTPUT")
         if not target:
             return False
+        import uuid
+
         delimiter = f"xcompat_{uuid.uuid4().hex}"
         with open(Path(target), "a", encoding="utf-8") as fh:
             fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")

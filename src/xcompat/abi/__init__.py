@@ -40,15 +40,23 @@ def load_manifest(path: str | Path, **kwargs: Any) -> Manifest:
 
 
 def policy_from_matrix(matrix: Any) -> Mapping[str, Any] | None:
-    """The ``abi`` policy mapping of a loaded matrix (a mapping or an object with ``.abi``/``.abi_policy``)."""
+    """The ABI policy of a test matrix as the mapping ``diff_paths(policy=...)`` takes.
+
+    Accepts a loaded matrix (``xcompat.matrix``: ``matrix.abi`` with ``bumps`` and
+    ``gating``), its ``abi`` policy object, or the raw matrix document (``{"abi": {...}}``).
+    """
     if matrix is None:
         return None
-    for attr in ("abi_policy", "abi"):
-        value = matrix.get(attr) if isinstance(matrix, Mapping) else getattr(matrix, attr, None)
-        if isinstance(value, Mapping):
-            inner = value.get("policy", value)
-            return inner if isinstance(inner, Mapping) else None
-    return None
+    abi = matrix.get("abi") if isinstance(matrix, Mapping) else getattr(matrix, "abi", matrix)
+    if abi is None:
+        return None
+    if isinstance(abi, Mapping):
+        return {k: v for k, v in abi.items() if k in ("bumps", "gate", "rules", "ignore")}
+    out: dict[str, Any] = {"bumps": dict(getattr(abi, "bumps", {}) or {})}
+    gating = getattr(abi, "gating", None)
+    if gating is not None:
+        out["gate"] = list(gating)
+    return out
 
 
 def _wheel_bytes(path: Path) -> int:
@@ -96,9 +104,11 @@ def diff_paths(
     derived from the two package versions and the check fails when a finding needs more.
     """
     from xcompat.abi.diff import diff_manifests
-    from xcompat.abi.rules import make_policy
+    from xcompat.abi.rules import BUMP_RANK, make_policy
     from xcompat.abi.semver import required_bump_for_versions as actual
 
+    if fail_on not in BUMP_RANK:
+        raise ValueError(f"fail_on must be one of major, minor, patch, none; not {fail_on!r}")
     pol = make_policy(policy)
     a, b = _load_pair(Path(old), Path(new), {"python_api": python_api, "torch_ops": torch_ops}, parallel)
     from xcompat.abi.load import align_keys
@@ -112,4 +122,4 @@ def diff_paths(
             side = old if not a.version else new
             raise InputProblem(f"{side}: has no package version; --against-version needs wheels or snapshots of wheels")
         bump = actual(a.version, b.version)
-    return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on, cell_id=cell_id)
+    return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on, cell_id=cell_id)  # type: ignore[arg-type]

@@ -55,18 +55,25 @@ class AbiDiff:
     actual_bump: Bump | None
     fail_on: Bump = "major"
     cell_id: str | None = None
+    gate_kinds: frozenset[str] | None = None
 
     @property
     def gating(self) -> tuple[Finding, ...]:
         """Findings that make the check fail: those needing more than the actual bump, or
-        (without versions) those at or above ``fail_on``."""
+        (without versions) those at or above ``fail_on``; with a policy ``gate`` list, only
+        findings of those kinds (then, without versions, regardless of ``fail_on``)."""
+        pool = self.findings
+        if self.gate_kinds is not None:
+            pool = tuple(f for f in pool if f.kind in self.gate_kinds)
         if self.actual_bump is not None:
             limit = BUMP_RANK[self.actual_bump]
-            return tuple(f for f in self.findings if BUMP_RANK[f.required_bump] > limit)
+            return tuple(f for f in pool if BUMP_RANK[f.required_bump] > limit)
+        if self.gate_kinds is not None:
+            return tuple(f for f in pool if f.required_bump != "none")
         if self.fail_on == "none":
             return ()
         limit = BUMP_RANK[self.fail_on]
-        return tuple(f for f in self.findings if BUMP_RANK[f.required_bump] >= limit)
+        return tuple(f for f in pool if BUMP_RANK[f.required_bump] >= limit)
 
     @property
     def status(self) -> str:
@@ -192,6 +199,7 @@ def diff_manifests(
         actual_bump=actual_bump,
         fail_on=fail_on,
         cell_id=cell_id,
+        gate_kinds=policy.gate,
     )
 
 
@@ -471,12 +479,12 @@ _PY_CANDIDATES = [f"{major}.{minor}{patch}" for major in (2, 3) for minor in ran
 
 
 def _diff_requires(old: Manifest, new: Manifest, c: _Collector) -> None:
+    if not (old.requires_python or new.requires_python or old.requires_dist or new.requires_dist):
+        return
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.utils import canonicalize_name
 
-    if not (old.requires_python or new.requires_python or old.requires_dist or new.requires_dist):
-        return
     if old.requires_python != new.requires_python and old.kind != "library" and new.kind != "library":
         try:
             sa = SpecifierSet(old.requires_python or "")

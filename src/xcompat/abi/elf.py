@@ -301,7 +301,11 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     exports: dict[str, tuple[str, int]] = {}
     objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
-    find = strtab.find
+    # Decode the string table once (latin-1 keeps byte offsets) and slice str objects; names
+    # that are not ASCII (rare: UTF-8 identifiers) are re-decoded as UTF-8 below.
+    text = strtab.decode("latin-1")
+    ascii_only = strtab.isascii()
+    find = text.find
     tlen = len(strtab)
     type_char = _INFO_CHAR
     for idx, s in enumerate(lay.sym.iter_unpack(symdata)):
@@ -314,8 +318,10 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
             continue
         if noff >= tlen:
             raise ElfError(f"{name}: symbol {idx} names offset {noff}, past .dynstr ({tlen} bytes)")
-        end = find(b"\0", noff)
-        sym = strtab[noff:end].decode("utf-8", "replace")
+        end = find("\0", noff)
+        sym = text[noff:end] if end >= 0 else text[noff:]
+        if not ascii_only and not sym.isascii():
+            sym = sym.encode("latin-1").decode("utf-8", "replace")
         if s[f_shndx] == 0:
             ver = lib = None
             if versym is not None:

@@ -46,6 +46,8 @@ def worst(bumps) -> Bump:
 class Policy:
     rules: Mapping[str, Bump]
     ignore: tuple[str, ...] = ()
+    # finding kinds that fail the check; None: every kind at or above the fail-on bump
+    gate: frozenset[str] | None = None
 
     def bump(self, kind: str) -> Bump:
         return self.rules.get(kind, "major")
@@ -67,11 +69,24 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
     if not isinstance(overrides, Mapping):
         raise PolicyError(f"{source}: an ABI policy must be a mapping of finding kind to bump")
     ignore: list[str] = []
-    if "rules" in overrides or "ignore" in overrides:
-        extra = set(overrides) - {"rules", "ignore", "version"}
+    gate: frozenset[str] | None = None
+    structured = {"rules", "ignore", "version", "bumps", "gate", "baseline"}
+    if set(overrides) & (structured - {"version"}):
+        extra = set(overrides) - structured
         if extra:
-            raise PolicyError(f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' and 'ignore'")
-        table = overrides.get("rules") or {}
+            raise PolicyError(
+                f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore' and 'gate'"
+            )
+        # 'bumps' / 'gate' / 'baseline' is the shape of the test matrix's abi: section
+        table = dict(overrides.get("bumps") or {}) | dict(overrides.get("rules") or {})
+        raw_gate = overrides.get("gate")
+        if raw_gate is not None:
+            if not isinstance(raw_gate, (list, tuple, set, frozenset)) or not all(isinstance(k, str) for k in raw_gate):
+                raise PolicyError(f"{source}: 'gate' must be a list of finding kinds")
+            unknown = sorted(set(raw_gate) - set(rules))
+            if unknown:
+                raise PolicyError(f"{source}: 'gate' names unknown finding kind(s) {unknown}")
+            gate = frozenset(raw_gate)
         raw_ignore = overrides.get("ignore") or []
         if not isinstance(raw_ignore, list) or not all(isinstance(p, str) for p in raw_ignore):
             raise PolicyError(f"{source}: 'ignore' must be a list of glob patterns (strings)")
@@ -90,7 +105,7 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
         if bump not in BUMP_RANK:
             raise PolicyError(f"{source}: kind {kind!r}: bump must be one of {', '.join(BUMPS)}, not {bump!r}")
         rules[str(kind)] = bump
-    return Policy(rules, tuple(ignore))
+    return Policy(rules, tuple(ignore), gate)
 
 
 def load_policy_file(path: str | Path) -> Policy:

@@ -48,6 +48,8 @@ def execute(args: argparse.Namespace) -> int:
         if args.policy:
             pol = load_policy_file(args.policy)
             policy = {"rules": dict(pol.rules), "ignore": list(pol.ignore)}
+            if pol.gate is not None:
+                policy["gate"] = sorted(pol.gate)
         result = diff_paths(
             args.old,
             args.new,
@@ -69,12 +71,14 @@ def execute(args: argparse.Namespace) -> int:
     # libtorch_cpu.so); tests validate real results against schemas/abi-diff.schema.json.
     if args.output:
         write_json(args.output, doc)
+    markdown = render_markdown(doc)
     if args.format == "json":
         sys.stdout.write(dump_json(doc))
     elif args.format == "markdown":
-        sys.stdout.write(render_markdown(doc))
+        sys.stdout.write(markdown)
     else:
         sys.stdout.write(render_text(doc))
+    log.write_summary(markdown)  # GitHub Actions job summary; a no-op elsewhere
     if doc["status"] == "failed":
         log.error(f"ABI check failed: {doc['summary']}")
         return 1

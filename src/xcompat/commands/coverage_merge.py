@@ -79,7 +79,9 @@ def execute(args: argparse.Namespace) -> int:
     if not args.repo.is_dir():
         raise UsageError(f"--repo {args.repo} is not a folder")
     thresholds = resolve_thresholds(args.threshold_overall, args.threshold_diff, args.matrix)
-    cells = cell_sources(args.cells)
+    own_output = (args.out_dir / JSON_NAME).resolve()
+    # A rerun into a folder among the inputs must not read its own previous coverage.json.
+    cells = tuple(p for p in cell_sources(args.cells) if p.resolve() != own_output)
     if not cells:
         raise UsageError("no coverage artifacts found in the given folders")
     changed = None

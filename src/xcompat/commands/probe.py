@@ -17,7 +17,8 @@ def render_text(doc: dict) -> str:
     lines = []
     cpu, torch, py = doc["cpu"], doc["torch"], doc["python"]
     lines.append(f"os:      {doc['os']['platform']} (glibc {doc['os']['glibc'] or '-'})")
-    lines.append(f"cpu:     {cpu['model'] or '?'} [{cpu['arch']}]; kernel paths: {', '.join(cpu['kernel_isa_paths'])}")
+    lines.append(f"cpu:     {cpu['model'] or '?'} [{cpu['arch']}]; kernel paths: {', '.join(cpu['kernel_isa_paths'])}"
+                 f" (runs: {cpu['kernel_isa_selected'] or 'none: the forced path is unusable'})")
     ft = " free-threaded" if py["free_threaded"] else ""
     lines.append(f"python:  {py['version']} {py['soabi'] or ''}{ft}")
     if torch.get("installed"):

@@ -163,8 +163,11 @@ class PathMapper:
                     f"{candidate!r}, which is not a file in {self._root_text}",
                 )
         if text.startswith(self._root_text + "/"):
+            # Only repository files: a virtualenv or build folder inside the checkout
+            # (.venv/lib/.../site-packages/pkg/mod.py) is not the source; suffix matching
+            # below finds the file it was installed from.
             candidate = text[len(self._root_text) + 1 :]
-            if candidate in self.repo_files or (self.root / candidate).is_file():
+            if candidate in self.repo_files:
                 return Mapping(recorded, candidate, "root")
         parts = tuple(p for p in text.split("/") if p)
         if not parts:

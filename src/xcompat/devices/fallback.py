@@ -56,11 +56,9 @@ class Resolution:
 
     @property
     def is_fallback(self) -> bool:
-        if self.missing_required:
-            return True
-        # auto with an order whose first choice was unavailable is a fallback too, but only
-        # a failure when that choice was required; it is reported, not failed.
-        return False
+        """True when a required backend was not used. An ``auto`` run whose first choice was
+        absent is recorded in the steps but is only a fallback if that choice was required."""
+        return bool(self.missing_required)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,10 +102,11 @@ class FallbackChain:
         return self.registry[backend].probe(self.env)
 
     def resolve(self, requested: str = "auto", *, required: Iterable[str] = ()) -> Resolution:
-        required_t = tuple(dict.fromkeys(required))
-        for r in required_t:
+        required_t: tuple[BackendName, ...] = ()
+        for r in dict.fromkeys(required):
             if r not in BACKEND_NAMES:
                 raise UsageError(f"unknown required backend {r!r}", hint=f"choose from {', '.join(BACKEND_NAMES)}")
+            required_t = (*required_t, r)  # type: ignore[assignment]
         probes: dict[str, Availability] = {}
         steps: list[FallbackStep] = []
         if requested != "auto":

@@ -31,9 +31,12 @@ def parse_version_file(text: str) -> dict[str, str | None]:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign):
             target, value = node.target, node.value
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
-            if value.value is None or isinstance(value.value, str):
-                values[target.id] = value.value
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Constant)
+            and (value.value is None or isinstance(value.value, str))
+        ):
+            values[target.id] = value.value
     return values
 
 

@@ -284,7 +284,7 @@ def run_kernels(
             paths = [isa["selected"]]
         else:
             paths = list(isa["supported"])
-    kernel_results = []
+    kernel_results: list[dict[str, Any]] = []
     metal = None
     if used == "mps":
         from xcompat.kernels.metal import MetalKernels
@@ -296,8 +296,8 @@ def run_kernels(
         for case in casegen.generate_cases(name):
             tol = table.get(table_name, case.dtype, used)
             for path in paths:
-                if used == "mps":
-                    res = metal.run_case(case, tol) if metal is not None else None
+                if metal is not None:
+                    res = metal.run_case(case, tol)
                 else:
                     if path is not None:
                         ops.set_isa(path)
@@ -316,7 +316,7 @@ def run_kernels(
             }
         )
     opcheck_results = run_opcheck(ops, device) if opcheck and used != "mps" else {}
-    checks = device_checks(ops, used, device)
+    checks = device_checks(metal if metal is not None else ops, used, device)
     failed_cases = sum(k["counts"]["failed"] for k in kernel_results)
     total_cases = sum(len(k["cases"]) for k in kernel_results)
     failed_checks = [c["name"] for c in checks if c["status"] == "failed"]

@@ -138,7 +138,8 @@ def device_arch_in_list(
     if not archs:
         return Assertion(name=name, status="failed" if what.startswith("torch") else "skipped",
                          reason=f"{what} lists no GPU architectures")
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
     for dev in devices:
         label = f"{dev.get('name') or 'device'} ({dev.get('arch')})"
         if rocm:

@@ -86,7 +86,7 @@ def _numpy() -> dict[str, Any]:
         return {"version": None}
     info: dict[str, Any] = {"version": numpy.__version__}
     try:
-        from numpy._core import _multiarray_umath as mu  # numpy >= 2
+        from numpy._core import _multiarray_umath as mu  # type: ignore[attr-defined]  # numpy >= 2
     except ImportError:  # pragma: no cover - numpy 1.x
         from numpy.core import _multiarray_umath as mu  # type: ignore[no-redef]
     info["cpu_baseline"] = list(getattr(mu, "__cpu_baseline__", []))
@@ -246,6 +246,7 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
             "features": sorted(f for f in cpu.features if f in rules_reported()),
             "feature_source": cpu.source,
             "kernel_isa_paths": cpu.isa_paths(),
+            "kernel_isa_selected": _selected_isa(cpu, env),
             "forced": {k: env[k] for k in ("XCOMPAT_KERNELS_ISA", "ATEN_CPU_CAPABILITY", "NPY_ENABLE_CPU_FEATURES",
                                            "NPY_DISABLE_CPU_FEATURES") if env.get(k)},
         },
@@ -267,6 +268,16 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
         "checks": [c.to_dict() for c in checks],
         "duration_seconds": round(time.perf_counter() - start, 3),
     }
+
+
+def _selected_isa(cpu: Any, env: Mapping[str, str]) -> str | None:
+    """The path the kernels will run: the forced one when this CPU can run it, else the best.
+    None when the forced path is unusable (the kernels then refuse to run)."""
+    paths = cpu.isa_paths()
+    forced = env.get("XCOMPAT_KERNELS_ISA", "").strip()
+    if forced and forced != "auto":
+        return forced if forced in paths else None
+    return paths[-1]
 
 
 def rules_reported() -> tuple[str, ...]:

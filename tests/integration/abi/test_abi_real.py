@@ -312,3 +312,26 @@ def test_folders_of_wheels_pair_by_architecture(demo_libs, tmp_path):
     # x86_64/demo/libdemo.so is paired across the floor change; only aarch64's copy is gone
     assert [f["library"] for f in doc["findings"] if f["kind"] == "library_removed"] == ["aarch64/demo/libdemo.so"]
     assert doc["actual_bump"] == "patch" and doc["status"] == "failed"
+
+
+def test_utf8_symbol_names_are_read_as_utf8(tmp_path):
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    src = tmp_path / "u.c"
+    src.write_text("int caf\u00e9_count(void) { return 1; }\nint plain(void) { return 2; }\n", encoding="utf-8")
+    out = tmp_path / "libu.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    exports = read_elf(out).exports
+    assert "caf\u00e9_count" in exports and "plain" in exports
+
+
+def test_markdown_goes_to_the_github_job_summary(demo_libs, tmp_path):
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    proc = subprocess.run([*XCOMPAT, "abi", "diff", str(demo_libs["v1"]), str(demo_libs["v2"]), "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["kind"] == "abi"
+    text = summary.read_text()
+    assert text.startswith("### ABI diff:") and "`symbol_removed`" in text
+    assert "::error::ABI check failed" in proc.stderr

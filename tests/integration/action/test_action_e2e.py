@@ -270,3 +270,52 @@ def test_report_stage_posts_to_github_as_its_openapi_contract_allows(workspace: 
     assert Path(run.outputs["result"]).is_file(), run.log
     assert "xcompat" in run.summary.lower()
     assert run.outputs["conclusion"] == "success", run.log
+
+
+def test_test_stage_then_gate(tmp_path: Path) -> None:
+    """test (with the cell's framework pins installed) -> results -> gate, on a tiny project."""
+    from importlib.metadata import version
+
+    workspace = tmp_path / "ws"
+    (workspace / "proj" / "tests").mkdir(parents=True)
+    (workspace / "proj" / "tests" / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
+    cell = "py3.11-linux-x86_64-cpu"
+    major = version("pytest").split(".")[0]
+    run = run_composite_action(
+        REPO_ROOT,
+        {"stage": "test", "cell": cell, "project-dir": "proj", "install-wheel": "false",
+         "frameworks": json.dumps({"pytest": major}), "args": "--isolate\nnone\n--no-warm-torch", **UNSIGNED},
+        workspace=workspace,
+    )
+    assert run.status == "success", run.log
+    result = Path(run.outputs["result"])
+    assert result == workspace / ".xcompat-out" / "results" / cell / "test.json"
+    document = json.loads(result.read_text())
+    assert (document["kind"], document["cell_id"], document["status"]) == ("test", cell, "passed")
+    assert (result.parent / "junit.xml").is_file()
+    write(workspace / ".xcompat-out" / "plan.json", plan_document((cell, True)))
+    gated = run_composite_action(REPO_ROOT, {"stage": "gate", "require-kinds": "test", **UNSIGNED},
+                                 workspace=workspace)
+    assert gated.outputs["conclusion"] == "success", gated.log
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_real_install_path_builds_the_actions_own_venv(tmp_path: Path) -> None:
+    """`install: 'true'` as in Actions: a fresh venv from the runner's Python, pip install $GITHUB_ACTION_PATH."""
+    system_python = shutil.which("python3", path="/usr/bin:/usr/local/bin")
+    if system_python is None:
+        pytest.skip("no system python3 to build the venv from")
+    run = run_composite_action(REPO_ROOT, {"stage": "gate", "verify": "false", "python": system_python,
+                                           "fail-on-error": "false"}, workspace=tmp_path)
+    setup = run.step("setup")
+    if setup.outcome != "success" and re.search(r"NewConnectionError|Could not find a version|No matching distribution",
+                                                setup.stderr):
+        pytest.skip("PyPI is not reachable from here: " + setup.stderr.strip().splitlines()[-1])
+    assert setup.outcome == "success", run.log
+    venv_python = Path(setup.outputs["python"])
+    assert venv_python.name == "python" and venv_python.parent.parent.name == f"xcompat-venv-{__import__('xcompat').__version__}"
+    assert str(venv_python) != sys.executable
+    assert run.outputs["xcompat-version"] == __import__("xcompat").__version__
+    # the venv's xcompat really ran the stage (and refused: no plan here)
+    assert run.outputs["exit-code"] == "2"

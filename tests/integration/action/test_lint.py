@@ -242,6 +242,24 @@ def test_generated_child_pipeline_is_valid_gitlab_ci(tmp_path: Path) -> None:
     assert set(reports) == {"junit", "codequality", "coverage_report"}
     assert reports["coverage_report"]["coverage_format"] == "cobertura"
     assert child["xcompat:gate"]["when"] == "always" and child["xcompat:report"]["when"] == "always"
+    for name, job in child.items():
+        if isinstance(job, dict) and "script" in job:
+            _assert_shell_syntax(f"child {name}", job["script"])
+
+
+def _assert_shell_syntax(what: str, lines: list[str]) -> None:
+    # GitLab runs a job's script lines in one shell session; check them as one script.
+    for shell in ("sh", "bash"):
+        proc = subprocess.run([shell, "-n"], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                              check=False)
+        assert proc.returncode == 0, f"{what}: {shell} -n: {proc.stderr}"
+
+
+def test_component_job_scripts_parse_as_shell() -> None:
+    _, body = split_component(GITLAB_COMPONENT.read_text())
+    for name, job in yaml.safe_load(body).items():
+        if isinstance(job, dict) and "script" in job:
+            _assert_shell_syntax(name, job["script"])
 
 
 def test_component_and_include_template_run_on_tags_merge_requests_and_default_branch() -> None:
@@ -257,3 +275,11 @@ def test_component_and_include_template_run_on_tags_merge_requests_and_default_b
 @pytest.mark.parametrize(("doc", "snippet"), [("github-action.md", GITHUB_SNIPPET), ("gitlab.md", GITLAB_SNIPPET)])
 def test_docs_show_the_linted_snippets_verbatim(doc: str, snippet: Path) -> None:
     assert f"```yaml\n{snippet.read_text()}```" in (REPO_ROOT / "docs" / doc).read_text()
+
+
+@pytest.mark.parametrize("path", ALL_GITHUB, ids=rel)
+def test_run_steps_parse_as_bash(path: Path) -> None:
+    for step in _steps(yaml.safe_load(path.read_text())):
+        if "run" in step:
+            proc = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, f"{rel(path)} ({step.get('name') or step.get('id')}): {proc.stderr}"

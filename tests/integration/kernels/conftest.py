@@ -6,17 +6,17 @@ import os
 from typing import Any
 
 import pytest
-
 from tests.helpers.kernels import kernel_cache
 
 
 @pytest.fixture(scope="session")
 def kernels_lib() -> Any:
-    os.environ["XCOMPAT_CACHE"] = str(kernel_cache())  # subprocesses reuse the same build
+    # the library reads XCOMPAT_KERNELS_ISA once, at first use; these tests pick paths themselves
     os.environ.pop("XCOMPAT_KERNELS_ISA", None)
     from xcompat.kernels.build import load_kernels
 
-    loaded = load_kernels()
+    # the same cache folder the CLI subprocesses get through XCOMPAT_CACHE (subprocess_env)
+    loaded = load_kernels(cache_dir=kernel_cache() / "kernels")
     print(f"\nkernel library: {'cached' if loaded.cached else 'built'} in {loaded.seconds:.2f} s ({loaded.library})")
     return loaded
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.kernels import KERNELS, kernel_cache, subprocess_env
+
 from xcompat.kernels import build
 
 

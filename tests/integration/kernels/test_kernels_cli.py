@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.helpers.kernels import ROOT, run_cli, subprocess_env
+
 from xcompat.devices import available_backends
 
 pytestmark = pytest.mark.skipif("cuda" in available_backends(), reason="these tests describe a machine without CUDA")

@@ -10,8 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.kernels import KERNELS, cached_nvcc_object, nvcc, run_cli, subprocess_env, artifact_cache
+from tests.helpers.kernels import KERNELS, artifact_cache, cached_nvcc_object, nvcc, run_cli, subprocess_env
 
 needs_nvcc = pytest.mark.skipif(nvcc() is None, reason="nvcc is not installed on this machine")
 
@@ -34,7 +33,10 @@ def _cuda_include() -> Path | None:
 def test_cuda_kernels_compile_with_nvcc_for_two_targets() -> None:
     from xcompat.abi.elf import read_elf
 
-    obj = cached_nvcc_object(KERNELS / "cuda" / "xk_cuda.cu", ["80", "90"])
+    # the defines torch's cpp_extension passes to nvcc for every extension
+    torch_defines = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr"]
+    obj = cached_nvcc_object(KERNELS / "cuda" / "xk_cuda.cu", ["80", "90"], extra=torch_defines)
     assert obj.stat().st_size > 0
     assert set(read_elf(obj).cuda_archs) == {"sm_80", "sm_90"}
 
@@ -113,6 +115,7 @@ def test_probe_cli_json_validates_and_reports_the_absent_driver(tmp_path: Path) 
     assert doc == read_json(out, schema="probe")
     assert doc["kind"] == "probe" and doc["version"] == 1 and doc["status"] == "passed"
     assert doc["cpu"]["kernel_isa_paths"][0] == "scalar"
+    assert doc["cpu"]["kernel_isa_selected"] == doc["cpu"]["kernel_isa_paths"][-1]
     assert doc["python"]["version"].count(".") == 2 and doc["torch"]["version"].startswith("2.")
     if doc["cuda"]["driver_version"] is None:
         assert "libcuda" in doc["cuda"]["driver_absent_reason"]
@@ -127,6 +130,7 @@ def test_probe_cli_fails_on_a_forced_path_the_cpu_lacks() -> None:
     doc = json.loads(proc.stdout)
     check = next(c for c in doc["checks"] if c["name"] == "forced_cpu_isa_supported")
     assert doc["status"] == "failed" and check["status"] == "failed" and other in check["reason"]
+    assert doc["cpu"]["kernel_isa_selected"] is None and doc["cpu"]["forced"] == {"XCOMPAT_KERNELS_ISA": other}
 
 
 def test_probe_cli_bad_wheel_is_an_input_error(tmp_path: Path) -> None:

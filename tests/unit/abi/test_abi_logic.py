@@ -427,3 +427,24 @@ def test_cuobjdump_listing_fallback_parser():
             "PTX file    1: libk.1.sm_90.ptx\nsomething else\n")
     assert parse_cuobjdump_listing(text) == ("sm_80", "compute_90", "sm_90")
     assert parse_cuobjdump_listing("") == ()
+
+
+def test_matrix_shaped_policy_bumps_and_gate():
+    from types import SimpleNamespace
+
+    from xcompat.abi import policy_from_matrix
+
+    a = lib(exports={"foo": ("f", 1)}, version_needs={"libc.so.6": ("GLIBC_2.17",)})
+    b = lib(exports={"bar": ("f", 1)}, version_needs={"libc.so.6": ("GLIBC_2.28",)})
+    matrix = SimpleNamespace(abi=SimpleNamespace(baseline="last-release-tag", gating=("glibc_floor_raised",),
+                                                 bumps={"symbol_removed": "minor"}))
+    policy = policy_from_matrix(matrix)
+    assert policy == {"bumps": {"symbol_removed": "minor"}, "gate": ["glibc_floor_raised"]}
+    d = diff_manifests(manifest({"l": a}), manifest({"l": b}), policy=policy)
+    assert next(f for f in d.findings if f.kind == "symbol_removed").required_bump == "minor"
+    assert [f.kind for f in d.gating] == ["glibc_floor_raised"]
+    raw = {"abi": {"baseline": "base-branch", "gate": ["symbol_added"], "bumps": {}}}
+    d = diff_manifests(manifest({"l": a}), manifest({"l": b}), policy=policy_from_matrix(raw))
+    assert [f.kind for f in d.gating] == ["symbol_added"]
+    with pytest.raises(PolicyError, match="'gate' names unknown finding kind"):
+        make_policy({"gate": ["nope"]})

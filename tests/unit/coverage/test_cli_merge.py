@@ -4,7 +4,7 @@ import json
 
 from tests.helpers.coverage import run_xcompat, synthetic_artifact, write_artifact
 
-from xcompat.jsonio import validate
+from xcompat.coverage.report import read_merged_report
 
 
 def cells(tmp_path):
@@ -35,8 +35,7 @@ def test_merge_writes_three_outputs_and_passes(tmp_path):
         env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs)},
     )
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads((out / "coverage.json").read_text())
-    validate("coverage", doc)
+    doc = read_merged_report(out / "coverage.json")
     assert doc["totals"]["percent"] == 60.0 and doc["status"] == "passed"
     assert {c["cell_id"] for c in doc["cells"]} == {"a", "b"}
     assert (out / "coverage.xml").read_text().count("<class ") == 2
@@ -104,3 +103,20 @@ def test_bad_threshold_option_is_usage_error(tmp_path):
         "coverage", "merge", str(a), "--threshold-diff", "150", "--out-dir", str(tmp_path / "o")
     )
     assert proc.returncode == 2 and "--threshold-diff" in proc.stderr
+
+
+def test_rerun_into_the_input_folder_ignores_its_own_output(tmp_path):
+    cells(tmp_path)
+    for _ in range(2):
+        proc = run_xcompat(
+            "coverage",
+            "merge",
+            str(tmp_path / "cells"),
+            "--repo",
+            str(tmp_path),
+            "--out-dir",
+            str(tmp_path / "cells"),
+        )
+        assert proc.returncode == 0, proc.stderr
+    doc = read_merged_report(tmp_path / "cells" / "coverage.json")
+    assert doc["errors"] == [] and len(doc["cells"]) == 2

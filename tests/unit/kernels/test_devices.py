@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.kernels import FakeBackend, fake_registry
+
 from xcompat.devices import FallbackChain, available_backends, parse_order
 from xcompat.devices import driver as drv
 from xcompat.devices.torchinfo import parse_version_file
