@@ -66,8 +66,9 @@ def main() -> int:
         print(f"xcompat gate (whole process):        {gate * 1000:8.1f} ms")
         print(f"python json-load floor (no checks):  {floor * 1000:8.1f} ms   gate/floor = {gate / floor:5.2f}x")
         if shutil.which("jq"):
-            jq = median_seconds(["find results -name '*.json' -print0 | xargs -0 jq -s "
-                                 "'map(select(.status==\"passed\")) | group_by(.cell_id) | length'"], root, shell=True)
+            script = ("find results -name '*.json' -print0 | xargs -0 jq -s "
+                      "'map(select(.status==\"passed\")) | group_by(.cell_id) | length'")
+            jq = median_seconds([script], root, shell=True)
             print(f"jq -s count of passing cells:        {jq * 1000:8.1f} ms   gate/jq    = {gate / jq:5.2f}x")
         else:
             print("jq not installed: that comparison is skipped")

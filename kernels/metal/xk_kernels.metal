@@ -29,7 +29,9 @@ template [[host_name("xk_exp_half")]] kernel void xk_exp<half>(device const half
 
 // One thread per row; NaN or +inf anywhere, or a row of -inf, gives a NaN row.
 kernel void xk_softmax_float(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
-                             constant uint& cols [[buffer(2)]], uint row [[thread_position_in_grid]]) {
+                             constant long& ncols [[buffer(2)]], uint row [[thread_position_in_grid]]) {
+  // Python ints reach Metal as 64-bit constants (torch.mps.compile_shader)
+  const uint cols = uint(ncols);
   device const float* x = in + row * cols;
   device float* y = out + row * cols;
   float m = -INFINITY;

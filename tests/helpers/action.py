@@ -28,6 +28,7 @@ def git(repo: Path, *args: str) -> str:
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
+        path.mkdir(parents=True, exist_ok=True)
         git(path, "init", "-q", "-b", "main")
         self._n = 0
 
@@ -77,7 +78,7 @@ def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[
              if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
     proc = subprocess.run(
         [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
-        env={**clean, **(env or {})}, timeout=120,
+        env={**clean, **(env or {})}, timeout=120, check=False,
     )
     out = cwd / "gate.json"
     document = json.loads(out.read_text()) if out.exists() else None
@@ -234,7 +235,7 @@ class ExpressionEvaluator:
             if stream:
                 stream.close()
 
-    def __enter__(self) -> ExpressionEvaluator:
+    def __enter__(self) -> ExpressionEvaluator:  # noqa: PYI034 - not subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -401,7 +402,7 @@ def _run_steps(action: dict[str, Any], action_dir: Path, inputs: dict[str, str],
         job_env.update(parse_command_file(files["GITHUB_ENV"].read_text(encoding="utf-8")))
         path_prefix = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p] + path_prefix
         summary_parts.append(files["GITHUB_STEP_SUMMARY"].read_text(encoding="utf-8"))
-        continue_on_error = str(step.get("continue-on-error", "false")) == "true"
+        continue_on_error = str(step.get("continue-on-error", "false")).lower() == "true"
         conclusion = "success" if continue_on_error else outcome
         if conclusion == "failure":
             status = "failure"

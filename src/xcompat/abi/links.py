@@ -214,6 +214,9 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
             results.append(_check_one(libs, sibling_exports, sibling_names, locate_torch(spec), system))
     finally:
         system.close()
+    declared = _declared_torch(target)
+    for r in results:
+        r["allowed_by_requirement"] = _allows(declared, r["torch_version"])
     missing_syms = [m for r in results for m in r["missing"]]
     names = demangle_many([m["symbol"] for m in missing_syms])
     for m, d in zip(missing_syms, names):
@@ -223,6 +226,8 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
         summary = "; ".join(
             f"torch {r['torch_version'] or r['torch']}: {len(r['missing'])} missing symbol(s)"
             + (f", {len(r['missing_libraries'])} missing librar(y/ies)" if r["missing_libraries"] else "")
+            + (f" although the wheel's requirement {declared} allows it" if r["allowed_by_requirement"] else "")
+            + (" (a GPU build checked against a CPU torch)" if _variant_mismatch(r) else "")
             for r in failed
         )
     else:
@@ -234,8 +239,51 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
         "status": "failed" if failed else "passed",
         "summary": summary,
         "target": str(target),
+        "declared_requirement": declared,
         "torches": results,
     }
+
+
+def _variant_mismatch(result: dict[str, Any]) -> bool:
+    libs = [m["needed"] for m in result["missing_libraries"]]
+    return result["variant"] == "cpu" and bool(libs) and all(("cuda" in n or "hip" in n) for n in libs)
+
+
+def _declared_torch(target: Path) -> str | None:
+    """The wheel's ``Requires-Dist: torch...`` line (None for a bare library or no torch pin)."""
+    if target.suffix != ".whl":
+        return None
+    from xcompat.abi.wheel import WheelError, read_metadata
+
+    try:
+        with zipfile.ZipFile(target) as zf:
+            md = read_metadata(zf, target.name)
+    except (WheelError, zipfile.BadZipFile, OSError):
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for req in md.requires_dist:
+        try:
+            parsed = Requirement(req)
+        except InvalidRequirement:
+            continue
+        if parsed.name.lower() == "torch":
+            return f"torch{parsed.specifier}"
+    return None
+
+
+def _allows(declared: str | None, version: str | None) -> bool | None:
+    """Whether the declared requirement admits ``version`` (local labels like +cpu ignored)."""
+    if declared is None or version is None:
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        spec = Requirement(declared).specifier
+        return spec.contains(Version(version).public, prereleases=True)
+    except (InvalidRequirement, InvalidVersion):
+        return None
 
 
 def _check_one(libs, sibling_exports, sibling_names, torch: TorchInstall, system: _SystemLibs) -> dict[str, Any]:

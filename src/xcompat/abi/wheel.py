@@ -103,7 +103,7 @@ class _Scratch:
     """One reusable scratch file for wheel members: an anonymous in-memory file (memfd) on
     Linux, so inflated members never go to disk; a temporary file elsewhere."""
 
-    def __enter__(self) -> _Scratch:
+    def __enter__(self) -> _Scratch:  # noqa: PYI034 - private helper, never subclassed
         self._tmp = None
         if hasattr(os, "memfd_create"):
             self.fd = os.memfd_create("xcompat-abi-member", getattr(os, "MFD_CLOEXEC", 0))

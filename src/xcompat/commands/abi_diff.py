@@ -71,14 +71,15 @@ def execute(args: argparse.Namespace) -> int:
     # libtorch_cpu.so); tests validate real results against schemas/abi-diff.schema.json.
     if args.output:
         write_json(args.output, doc)
-    markdown = render_markdown(doc)
+    markdown = render_markdown(doc) if args.format == "markdown" or log.env.get("GITHUB_STEP_SUMMARY") else ""
     if args.format == "json":
         sys.stdout.write(dump_json(doc))
     elif args.format == "markdown":
         sys.stdout.write(markdown)
     else:
         sys.stdout.write(render_text(doc))
-    log.write_summary(markdown)  # GitHub Actions job summary; a no-op elsewhere
+    if markdown:
+        log.write_summary(markdown)  # GitHub Actions job summary; a no-op elsewhere
     if doc["status"] == "failed":
         log.error(f"ABI check failed: {doc['summary']}")
         return 1

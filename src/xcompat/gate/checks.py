@@ -214,6 +214,7 @@ def check_abi_bump(evidence: Sequence[AbiEvidence], step: ReleaseStep | None) ->
 
 
 def check_coverage(path: Path) -> CheckOutcome:
+    """The merged coverage passed: its ``status``, and each threshold check it carries (``gate``)."""
     from xcompat.jsonio import read_json
 
     document = read_json(path)
@@ -223,17 +224,28 @@ def check_coverage(path: Path) -> CheckOutcome:
     status = document["status"]
     if status not in ("passed", "failed", "crashed", "skipped", "fallback"):
         raise InputError(f"$.status: unexpected value {status!r}", file=path)
-    summary = document.get("summary") or ""
-    thresholds = document.get("thresholds")
-    details: dict[str, Any] = {"coverage": str(path), "status": status}
-    if isinstance(thresholds, (dict, list)):
-        details["thresholds"] = thresholds
-    if status == "passed":
-        return CheckOutcome(name="coverage", passed=True,
-                            reason=f"got passed ({summary or 'thresholds hold'}), expected passed",
+    thresholds = document.get("gate", [])
+    if not isinstance(thresholds, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("passed"), bool) for t in thresholds
+    ):
+        raise InputError("$.gate: expected a list of threshold checks with 'passed'", file=path)
+    details: dict[str, Any] = {"coverage": str(path), "status": status, "thresholds": thresholds}
+    failing = [t for t in thresholds if not t["passed"]]
+
+    def describe(t: dict[str, Any]) -> str:
+        actual = t.get("actual")
+        got = "not measured" if actual is None else f"{actual:.1f}%"
+        return f"{t.get('name', '?')} {got} (threshold {t.get('threshold', '?')}%)"
+
+    if status == "passed" and not failing:
+        held = ", ".join(describe(t) for t in thresholds) or "no threshold set"
+        return CheckOutcome(name="coverage", passed=True, reason=f"got passed ({held}), expected passed",
                             details=details)
-    return CheckOutcome(name="coverage", passed=False,
-                        reason=f"got {status} ({summary or 'a threshold does not hold'}), expected passed",
+    if failing:
+        why = "; ".join(describe(t) for t in failing)
+    else:
+        why = document.get("summary") or "a threshold does not hold"
+    return CheckOutcome(name="coverage", passed=False, reason=f"got {status} ({why}), expected passed",
                         details=details)
 
 

@@ -103,15 +103,17 @@ def load_plan(path: Path) -> Plan:
         required = cell.get("required", True)
         if not isinstance(required, bool):
             raise InputError(f"{where}.required: must be true or false, got {required!r}", file=path)
-        runs_on = cell.get("runs_on", cell.get("runs-on", ()))
-        if isinstance(runs_on, str):
-            runs_on = (runs_on,)
+        labels = cell.get("runs_on", cell.get("runs-on", ()))
+        runs_on = (labels,) if isinstance(labels, str) else tuple(labels) if isinstance(labels, list) else ()
+        backend = cell.get("backend")
         planned.append(
-            PlannedCell(id=cid, required=required, backend=cell.get("backend"),
+            PlannedCell(id=cid, required=required, backend=backend if isinstance(backend, str) else None,
                         runs_on=tuple(str(label) for label in runs_on))
         )
-    settings = document.get("settings") if isinstance(document.get("settings"), dict) else {}
-    gate = settings.get("gate") if isinstance(settings.get("gate"), dict) else {}
+    raw_settings = document.get("settings")
+    settings: dict[str, Any] = raw_settings if isinstance(raw_settings, dict) else {}
+    raw_gate = settings.get("gate")
+    gate: dict[str, Any] = raw_gate if isinstance(raw_gate, dict) else {}
     pattern = gate.get("tag_pattern")
     backends = gate.get("required_backends", [])
     if pattern is not None and not isinstance(pattern, str):

@@ -110,9 +110,9 @@ def cache_root(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "kernels"
 
 
-def sources_digest(root: Path) -> str:
+def sources_digest(root: Path, dirs: tuple[str, ...] = SOURCE_DIRS) -> str:
     h = hashlib.sha256()
-    for sub in SOURCE_DIRS:
+    for sub in dirs:
         folder = root / sub
         if not folder.is_dir():
             continue
@@ -195,7 +195,8 @@ def build_key(*, with_device: bool | None = None, env: Mapping[str, str] | None 
         cflags=CFLAGS,
         cuda_cflags=CUDA_CFLAGS if with_device else (),
         device_archs=_device_archs(torch, env) if with_device else (),
-        sources_sha256=sources_digest(root),
+        # a CPU-only build does not depend on the CUDA sources
+        sources_sha256=sources_digest(root, SOURCE_DIRS if with_device else ("cpu", "torch")),
         with_device=with_device,
     )
 

@@ -101,7 +101,7 @@ def run_coverage(stages: Stages) -> StageResult:
     cell = stages.cell_id or "local"
     data = work / f".coverage.{cell}"
     packages = _package_names(copy)
-    strip = len(built.parts) - 1
+    strip = len(built.parts) - 2  # folders above "src" in the compile-time paths (parts[0] is "/")
     env = {
         "PYTHONPATH": str(copy),
         "COVERAGE_FILE": str(data),

@@ -60,3 +60,9 @@ def demo_wheels(tmp_path_factory, demo_libs, demo_exts, cuda_libs) -> dict[str, 
         wheels[v] = h.make_wheel(out / v, name="demo", version=version, tag=tag, files=files,
                                  requires_python=rp, requires_dist=("torch>=2.1",) if v == "v1" else ("torch>=2.4",))
     return wheels
+
+
+@pytest.fixture(autouse=True)
+def _abi_cache_in_test_cache(monkeypatch):
+    """torch wheels unpacked by 'abi links' go to the test cache, not the user's cache."""
+    monkeypatch.setenv("XCOMPAT_CACHE", str(h.CACHE / "xcompat-cache"))

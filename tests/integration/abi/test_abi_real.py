@@ -335,3 +335,19 @@ def test_markdown_goes_to_the_github_job_summary(demo_libs, tmp_path):
     text = summary.read_text()
     assert text.startswith("### ABI diff:") and "`symbol_removed`" in text
     assert "::error::ABI check failed" in proc.stderr
+
+
+TORCHVISION_028 = Path("/opt/pypi-more/files/torchvision-0.28.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+
+
+@pytest.mark.skipif(not (TORCHVISION_028.exists() and TORCH_2_14_WHEEL.exists()),
+                    reason="torchvision 0.28.0 / torch 2.14.1 wheels are not on this machine")
+def test_links_torchvision_wheel_against_its_pin_and_a_newer_torch(torch_lib_dir):
+    doc = check_links(TORCHVISION_028, [TORCH_2_14_WHEEL])
+    validate("abi-links", doc)
+    assert doc["declared_requirement"] == "torch==2.13.0"
+    (t,) = doc["torches"]
+    assert t["allowed_by_requirement"] is False and t["variant"] == "cuda"
+    assert {m["demangled"] for m in t["missing"]} == {
+        "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)"}
+    assert any("RPATH folder" in u for u in t["unchecked"])  # the nvidia wheels are not installed here

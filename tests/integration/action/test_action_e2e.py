@@ -15,17 +15,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.action import (
     REPO_ROOT,
     Repo,
     envelope,
-    git,
     expressions_available,
+    git,
     plan_document,
     run_composite_action,
     write,
 )
+
 from xcompat.jsonio import validate
 
 REASON = expressions_available()

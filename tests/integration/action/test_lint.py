@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tests.helpers.action import (
     GITLAB_COMPONENT,
     GITLAB_INCLUDE,
@@ -227,7 +226,7 @@ def test_generated_child_pipeline_is_valid_gitlab_ci(tmp_path: Path) -> None:
     assert plan.returncode == 0, plan.stderr
     generator = next(item for item in _plan_job_script(GITLAB_COMPONENT.read_text()) if "child.yml" in item)
     proc = subprocess.run(["bash", "-ec", generator], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={"PATH": f"{BIN}:/usr/bin:/bin", "XCOMPAT_CELL_IMAGE": "python:3.12-slim"})
+                          env={"PATH": f"{BIN}:/usr/bin:/bin", "XCOMPAT_CELL_IMAGE": "python:3.12-slim"}, check=False)
     assert proc.returncode == 0, proc.stderr
     child_path = out / "child.yml"
     check_schema("vendor.gitlab-ci", child_path)
@@ -281,5 +280,6 @@ def test_docs_show_the_linted_snippets_verbatim(doc: str, snippet: Path) -> None
 def test_run_steps_parse_as_bash(path: Path) -> None:
     for step in _steps(yaml.safe_load(path.read_text())):
         if "run" in step:
-            proc = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True, check=False)
+            proc = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True,
+                                  check=False)
             assert proc.returncode == 0, f"{rel(path)} ({step.get('name') or step.get('id')}): {proc.stderr}"

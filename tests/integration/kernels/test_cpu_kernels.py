@@ -132,3 +132,22 @@ def test_run_kernels_document_on_cpu(kernels_lib: Any) -> None:
     skipped = {c["name"] for c in doc["checks"] if c["status"] == "skipped"}
     assert {"cuda_graph_capture_replay", "two_stream_event_ordering", "metal_command_buffer_completion"} <= skipped
     assert all(c["detail"] for c in doc["checks"] if c["status"] == "skipped")
+
+
+@pytest.mark.parametrize("path", _paths())
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_conversions_are_bit_exact_on_every_bit_pattern(auto_isa: Any, path: str, dtype: torch.dtype) -> None:
+    """Every 16-bit pattern as input; the fp32 sum rounded to nearest-even must match torch bit for bit
+    (the SIMD paths round bfloat16 with integer arithmetic of their own)."""
+    ops = auto_isa
+    ops.set_isa(path)
+    gen = torch.Generator().manual_seed(7)
+    a = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    a = torch.cat([a, a[:7]]).view(dtype)  # 65543 elements: a tail after the last full vector
+    b = a[torch.randperm(a.numel(), generator=gen)]
+    got = ops.add(a, b)
+    want = (a.float() + b.float()).to(dtype)
+    nan_got, nan_want = torch.isnan(got), torch.isnan(want)
+    assert torch.equal(nan_got, nan_want)
+    same = got.view(torch.int16) == want.view(torch.int16)
+    assert bool((same | nan_want).all()), f"{int((~same & ~nan_want).sum())} elements differ on {path}"

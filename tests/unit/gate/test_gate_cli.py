@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.helpers.action import Repo, checks_by_name, envelope, plan_document, run_gate, write
 
 CELLS = ("py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda12.8", "py3.13-macos-arm64-mps")
@@ -46,7 +45,7 @@ def test_allowed_when_everything_holds(release: Repo) -> None:
     assert doc["release"] == {"tag": "v1.1.0", "version": "1.1.0", "previous_tag": "v1.0.0",
                               "previous_version": "1.0.0", "bump": "minor",
                               "found_by": "git tag --merged refs/tags/v1.1.0"}
-    optional = [c for c in doc["cells"] if c["id"] == CELLS[2]][0]
+    optional = next(c for c in doc["cells"] if c["id"] == CELLS[2])
     assert optional == {"id": CELLS[2], "required": False, "status": "missing", "kinds": []}
     assert "release allowed" in out
 
@@ -71,7 +70,7 @@ def test_non_passing_result_is_refused(release: Repo, status: str) -> None:
     assert rc == 1
     reason = checks_by_name(doc)[f"cell:{CELLS[1]}"]["reason"]
     assert reason == f"got kernels {status}: cuda unavailable, ran on cpu, expected passed"
-    assert [c for c in doc["cells"] if c["id"] == CELLS[1]][0]["status"] == status
+    assert next(c for c in doc["cells"] if c["id"] == CELLS[1])["status"] == status
 
 
 def test_abi_break_needs_a_major_bump(release: Repo) -> None:
@@ -223,7 +222,7 @@ def test_matrix_gate_settings_apply(release: Repo) -> None:
                                      "reason": "got tag 'v1.1.0', expected one matching 'v*' (matrix gate.tag-pattern)"}
     # the optional mps cell becomes required through gate.required-backends, and it has no result
     assert checks[f"cell:{CELLS[2]}"]["passed"] is False
-    assert [c for c in doc["cells"] if c["id"] == CELLS[2]][0]["required"] is True
+    assert next(c for c in doc["cells"] if c["id"] == CELLS[2])["required"] is True
 
 
 def test_tag_outside_pattern_is_refused(release: Repo) -> None:
@@ -304,3 +303,23 @@ def test_build_result_covering_cells_counts_per_cell(built: Repo) -> None:
 def test_dist_without_results_is_usage_error(built: Repo) -> None:
     rc, out, _ = run_gate(built.path, "--dist", "dist")
     assert rc == 2 and "--dist needs --plan and --results" in out
+
+
+def test_coverage_threshold_checks_name_the_number(release: Repo) -> None:
+    write(release.path / "coverage.json", {
+        **envelope("coverage", None, "failed", "coverage below threshold"),
+        "gate": [
+            {"name": "overall", "threshold": 80.0, "actual": 84.25, "passed": True, "reason": "ok"},
+            {"name": "diff", "threshold": 70.0, "actual": 61.0, "passed": False, "reason": "61.0% < 70.0%"},
+        ],
+    })
+    rc, _, doc = run_gate(release.path, *FULL)
+    assert rc == 1
+    assert checks_by_name(doc)["coverage"]["reason"] == "got failed (diff 61.0% (threshold 70.0%)), expected passed"
+    write(release.path / "coverage.json", {
+        **envelope("coverage", None, "passed", "ok"),
+        "gate": [{"name": "overall", "threshold": 80.0, "actual": 84.25, "passed": True, "reason": "ok"}],
+    })
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 0, out
+    assert checks_by_name(doc)["coverage"]["reason"] == "got passed (overall 84.2% (threshold 80.0%)), expected passed"

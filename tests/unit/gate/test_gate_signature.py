@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.action import REPO_ROOT, checks_by_name, run_gate
 
 SAMPLE = REPO_ROOT / "examples" / "sample-ext" / ".xcompat"

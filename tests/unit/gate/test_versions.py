@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from packaging.version import Version
-
 from tests.helpers.action import Repo, git
+
 from xcompat.errors import InputError
 from xcompat.gate.versions import (
     bump_rank,
