@@ -76,9 +76,25 @@ def loop_per_test(suite: Path, extra: list[str], repeats: int) -> float:
     samples = []
     for _ in range(repeats):
         out = suite / "bench.json"
-        cmd = [sys.executable, "-m", "xcompat", "test", str(suite), "--timeout", "120", *extra,
-               "--", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
-        proc = subprocess.run(cmd, env={**env(), "BENCH_OUT": str(out)}, capture_output=True, text=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "xcompat",
+            "test",
+            str(suite),
+            "--timeout",
+            "120",
+            *extra,
+            "--",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+        ]
+        proc = subprocess.run(
+            cmd, env={**env(), "BENCH_OUT": str(out)}, capture_output=True, text=True, check=False
+        )
         if proc.returncode != 0:
             raise SystemExit(f"run failed ({' '.join(extra)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         data = json.loads(out.read_text())
@@ -101,8 +117,19 @@ def fresh_pytest(suite: Path, repeats: int) -> float:
     for i in range(repeats):
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{suite}/test_bench.py::test_{i}"],
-            check=True, env={**env(), "BENCH_OUT": str(suite / "fresh.json")}, capture_output=True, cwd=suite,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"{suite}/test_bench.py::test_{i}",
+            ],
+            check=True,
+            env={**env(), "BENCH_OUT": str(suite / "fresh.json")},
+            capture_output=True,
+            cwd=suite,
         )
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)

@@ -67,7 +67,7 @@ def _gencode_flags() -> list[str]:
     for entry in filter(None, entries):
         ptx = entry.endswith("+PTX")
         number = entry.removesuffix("+PTX").replace(".", "").replace("sm_", "")
-        if not number.isdigit():
+        if not re.fullmatch(r"\d+[af]?", number):
             raise SystemExit(f"TORCH_CUDA_ARCH_LIST: cannot read arch {entry!r} (expected e.g. 8.0 or 9.0+PTX)")
         flags += ["-gencode", f"arch=compute_{number},code=sm_{number}"]
         if ptx:

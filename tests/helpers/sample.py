@@ -139,7 +139,19 @@ def sample_build_dir(variant: str = "v1") -> Path:
             build_project(src, out)
             shutil.rmtree(final, ignore_errors=True)
             os.replace(out, final)
+        _prune(root, variant, keep=final)
     return final
+
+
+# Builds of older sources/toolchains kept besides the current one (others may still use them).
+_KEEP_OLD_BUILDS = 3
+
+
+def _prune(root: Path, variant: str, *, keep: Path) -> None:
+    old = sorted((p for p in root.glob(f"sample-{variant}-*") if p.is_dir() and p != keep),
+                 key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in old[_KEEP_OLD_BUILDS:]:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def sample_build_record(variant: str = "v1") -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Helpers for the tests of ``xcompat test`` and ``xcompat.testing``.
 
-    from tests.helpers.testing import run_xcompat_test, crashy_suite_copy
-    proc, doc = run_xcompat_test(tmp_path, [suite, "--timeout", "3"], json_out=tmp_path / "r.json")
+from tests.helpers.testing import run_xcompat_test, crashy_suite_copy
+proc, doc = run_xcompat_test(tmp_path, [suite, "--timeout", "3"], json_out=tmp_path / "r.json")
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def run_xcompat_test(
     if json_out is not None:
         cmd[4:4] = ["--json", str(json_out)]
     proc = subprocess.run(
-        cmd, cwd=cwd, env=xcompat_env(env), capture_output=True, text=True, timeout=timeout
+        cmd, cwd=cwd, env=xcompat_env(env), capture_output=True, text=True, timeout=timeout, check=False
     )
     doc = json.loads(json_out.read_text()) if json_out is not None and json_out.is_file() else None
     return proc, doc

@@ -69,6 +69,7 @@ def _load_wheel(path: Path, *, python_api: Toggle, torch_ops: Toggle, prefix: st
         requires_dist=md.requires_dist,
         libraries={prefix + k: v for k, v in contents.libraries.items()},
     )
+    m.unchecked.extend(contents.unchecked)
     for lib in contents.libraries.values():
         m.unchecked.extend(lib.unchecked)
     _add_python_surfaces(m, path, contents.python_files, python_api=python_api, torch_ops=torch_ops)

@@ -120,11 +120,14 @@ class _Scratch:
 
     def fill(self, head: bytes, src) -> None:
         if self.fd >= 0:
-            os.ftruncate(self.fd, 0)
+            # Overwrite in place and cut the tail afterwards: pages of the previous member are
+            # reused instead of being freed and zeroed again.
             os.lseek(self.fd, 0, os.SEEK_SET)
             with open(self.fd, "wb", closefd=False) as dst:
                 dst.write(head)
                 shutil.copyfileobj(src, dst, COPY_BLOCK)
+                dst.flush()
+                os.ftruncate(self.fd, dst.tell())
         else:
             with open(self.path, "wb") as dst:
                 dst.write(head)
@@ -137,12 +140,17 @@ class _Scratch:
             self._tmp.cleanup()
 
 
-def iter_native_members(path: Path, *, want_fatbin: bool = True) -> Iterator[tuple[str, LibraryInterface]]:
-    """Yield (member name, interface) for every ELF / Mach-O library in the wheel at ``path``."""
-    try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
+def iter_native_members(
+    path: Path, *, want_fatbin: bool = True, zf: zipfile.ZipFile | None = None
+) -> Iterator[tuple[str, LibraryInterface]]:
+    """Yield (member name, interface) for every ELF / Mach-O library in the wheel at ``path``
+    (``zf``: the wheel already open; its central directory of 24,000 entries in torch's case
+    is then not parsed twice)."""
+    if zf is None:
+        try:
+            zf = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
     with zf, _Scratch() as scratch:
         for info in zf.infolist():
             if not is_native_member(info.filename):
@@ -165,13 +173,20 @@ def iter_native_members(path: Path, *, want_fatbin: bool = True) -> Iterator[tup
 
 def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
     try:
-        with zipfile.ZipFile(path) as zf:
-            metadata = read_metadata(zf, path.name)
-            py_files = sum(1 for n in zf.namelist() if n.endswith((".py", ".pyi")))
+        zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
-    contents = WheelContents(metadata=metadata, python_files=py_files)
-    for member, lib in iter_native_members(path, want_fatbin=want_fatbin):
+    try:
+        metadata = read_metadata(zf, path.name)
+        names = zf.namelist()
+    except BaseException:
+        zf.close()
+        raise
+    contents = WheelContents(metadata=metadata, python_files=sum(1 for n in names if n.endswith((".py", ".pyi"))))
+    windows = [n for n in names if n.lower().endswith((".pyd", ".dll"))]
+    if windows:
+        contents.unchecked.append(f"{path.name}: {len(windows)} Windows DLL(s) not read (PE is not supported)")
+    for member, lib in iter_native_members(path, want_fatbin=want_fatbin, zf=zf):  # closes zf
         contents.libraries[pairing_key(member)] = lib
     return contents
 

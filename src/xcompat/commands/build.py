@@ -8,7 +8,9 @@ Exit codes: 0 built, 2 bad input (project, matrix, options), 4 a build tool fail
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 BACKENDS = ("native", "cibuildwheel")
@@ -95,6 +97,43 @@ def runner_cells(args: argparse.Namespace) -> list:
     return mine
 
 
+@contextlib.contextmanager
+def summary_on_failure(out: Path) -> Iterator[None]:
+    """When the build fails after writing build.json, still put it in the job summary."""
+    import time
+
+    from xcompat.errors import XcompatError
+    from xcompat.log import get_logger
+
+    started = time.time()
+    try:
+        yield
+    except XcompatError:
+        record = Path(out) / "build.json"
+        if record.is_file() and record.stat().st_mtime >= started - 1:
+            from xcompat import jsonio
+
+            get_logger().write_summary(summary_markdown(jsonio.read_json(record)))
+        raise
+
+
+def summary_markdown(document: dict) -> str:
+    """The job-summary table of a build (GitHub's ``$GITHUB_STEP_SUMMARY``)."""
+    lines = [f"### xcompat build: {document['status']}", "", document["summary"], ""]
+    if document["wheels"]:
+        lines += ["| wheel | cell | size | policy | abi3 | CUDA code |", "|---|---|---:|---|---|---|"]
+        for w in document["wheels"]:
+            policy = (w["platform_policy"] or {}).get("symbol_tag") or "-"
+            abi3 = w["abi3"]["status"] if w.get("abi3") else "-"
+            gpu = ", ".join(sorted({a for archs in w["gpu_code"].values() for a in archs})) or "-"
+            lines.append(f"| `{w['file']}` | {w['cell_id'] or '-'} | {w['size'] / 1024:.0f} KiB | {policy} "
+                         f"| {abi3} | {gpu} |")
+    for err in document["errors"]:
+        lines += ["", f"**{err['cell_id'] or 'build'}**: {err['message']}", "", "```",
+                  *err["log_tail"][-10:], "```"]
+    return "\n".join(lines) + "\n"
+
+
 def execute(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -140,7 +179,8 @@ def execute(args: argparse.Namespace) -> int:
                 out.append(entry)
             print(jsonio.dump_json({"version": 1, "runs": out}), end="")
             return 0
-        document = build_with_cibuildwheel(project, args.out, cells=cells, test_command=test_command)
+        with summary_on_failure(args.out):
+            document = build_with_cibuildwheel(project, args.out, cells=cells, test_command=test_command)
     else:
         excludes = () if args.no_default_excludes else D.default_excludes()
         options = replace(
@@ -151,14 +191,16 @@ def execute(args: argparse.Namespace) -> int:
             ccache=not args.no_ccache,
             config_settings=tuple(args.config_setting),
         )
-        document = build_project(project, args.out, cells=cells,
-                                 settings=BuildSettings(backend="native", native=options))
+        with summary_on_failure(args.out):
+            document = build_project(project, args.out, cells=cells,
+                                     settings=BuildSettings(backend="native", native=options))
     for wheel in document["wheels"]:
         policy = wheel["platform_policy"]
         where = f" [{policy['symbol_tag']}]" if policy else ""
         abi3 = f" abi3audit: {wheel['abi3']['status']}" if wheel.get("abi3") else ""
         log.success(f"{wheel['file']} ({wheel['size'] / 1024:.0f} KiB){where}{abi3}")
     log.info(f"{document['summary']}; record: {Path(args.out) / 'build.json'}")
+    log.write_summary(summary_markdown(document))
     if args.json:
         print(jsonio.dump_json(document), end="")
     return 0

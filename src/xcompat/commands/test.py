@@ -53,13 +53,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="OUT", help="write JUnit XML (test names carry the cell id)")
     parser.add_argument("--json", metavar="OUT", help="write the versioned JSON result (schema: test-result)")
     parser.add_argument(
-        "--timeout", type=_positive_float, default=300.0, metavar="S", help="per-test timeout in seconds; 0: none"
+        "--timeout",
+        type=_positive_float,
+        default=300.0,
+        metavar="S",
+        help="per-test timeout in seconds; 0: none",
     )
     parser.add_argument("--cell-id", metavar="ID", help="the matrix cell these results belong to")
     parser.add_argument(
-        "--leaks", type=_leak_list, default=(), metavar="host,device", help="repeat each passing test and watch memory"
+        "--leaks",
+        type=_leak_list,
+        default=(),
+        metavar="host,device",
+        help="repeat each passing test and watch memory",
     )
-    parser.add_argument("--leak-repeat", type=_positive_int, default=5, metavar="N", help="calls measured (default 5)")
+    parser.add_argument(
+        "--leak-repeat", type=_positive_int, default=5, metavar="N", help="calls measured (default 5)"
+    )
     parser.add_argument(
         "--leak-threshold",
         type=_positive_int,
@@ -73,7 +83,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="re-run the tests under a memory checker; report only what each test adds",
     )
     parser.add_argument(
-        "--devices", default="auto", metavar="auto|N", help="workers: one per visible GPU (auto) or N in parallel"
+        "--devices",
+        default="auto",
+        metavar="auto|N",
+        help="workers: one per visible GPU (auto) or N in parallel",
     )
     parser.add_argument(
         "--start-method",
@@ -88,8 +101,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--preload", action="append", default=[], metavar="MODULE", help="import MODULE in the warm parent"
     )
     parser.set_defaults(pytest_args=[])
-    parser.epilog = "Arguments after -- go to pytest unchanged. Exit codes: 0 all passed, 1 a test failed, " \
+    parser.epilog = (
+        "Arguments after -- go to pytest unchanged. Exit codes: 0 all passed, 1 a test failed, "
         "crashed, timed out or leaked, 2 usage error (no tests collected), 5 tool unavailable."
+    )
     _split_at_double_dash(parser)
 
 
@@ -120,7 +135,12 @@ def _targets(raw: list[str]) -> tuple[str, ...]:
         path = Path(target.split("::", 1)[0])
         if not path.exists():
             raise UsageError(f"no such test file or project folder: {target}")
-        if path.is_dir() and "::" not in target and (path / "pyproject.toml").is_file() and (path / "tests").is_dir():
+        if (
+            path.is_dir()
+            and "::" not in target
+            and (path / "pyproject.toml").is_file()
+            and (path / "tests").is_dir()
+        ):
             out.append(str(path / "tests"))
         else:
             out.append(target)

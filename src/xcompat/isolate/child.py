@@ -23,10 +23,10 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from xcompat.isolate.leaks import LeakPolicy, measure_leaks
+from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
 
 # The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
 DUMP_SIGNAL = signal.SIGUSR1 if hasattr(signal, "SIGUSR1") else None
@@ -40,7 +40,7 @@ class ChildPlan:
     env: tuple[tuple[str, str], ...] = ()
     threads: int | None = None
     leak_kinds: tuple[str, ...] = ()
-    leak_policy: LeakPolicy = LeakPolicy()
+    leak_policy: LeakPolicy = field(default_factory=LeakPolicy)
 
 
 class Channel:
@@ -67,7 +67,7 @@ def _redirect_output(out_path: str) -> None:
     os.close(fd)
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[attr-defined]
+            stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
         except (AttributeError, ValueError):
             pass
 
@@ -110,11 +110,23 @@ class _ReportForwarder:
 
 
 def _install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
+    """Repeat the test's call phase under the run's leak policy or its ``check_leaks`` marker."""
+    kinds, policy = plan.leak_kinds, plan.leak_policy
+    marker = item.get_closest_marker(MARKER)
+    if marker is not None:
+        try:
+            kinds, policy = from_marker(marker, kinds, policy)
+        except ValueError:
+            return  # the pytest plugin reports the bad marker as the test's error
+
+    if not kinds:
+        return
     original = item.runtest
+    item._xcompat_leak_checked = True  # the pytest plugin must not repeat it again
 
     def runtest_repeated() -> None:
         original()
-        reports = measure_leaks(original, plan.leak_kinds, plan.leak_policy)
+        reports = measure_leaks(original, kinds, policy)
         channel.send({"event": "leaks", "nodeid": item.nodeid, "leaks": [r.to_dict() for r in reports]})
 
     item.runtest = runtest_repeated
@@ -148,8 +160,7 @@ def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
         channel.send({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
-        if plan.leak_kinds:
-            _install_leak_check(item, plan, channel)
+        _install_leak_check(item, plan, channel)
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         channel.send({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
 

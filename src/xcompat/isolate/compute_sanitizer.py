@@ -15,12 +15,22 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from xcompat.errors import UnavailableError
 from xcompat.isolate.sanitizers import Finding, parse_compute_sanitizer
 
-SANITIZER_FLAGS = ("--tool", "memcheck", "--leak-check", "full", "--error-exitcode", "1", "--show-backtrace", "yes")
+SANITIZER_FLAGS = (
+    "--tool",
+    "memcheck",
+    "--leak-check",
+    "full",
+    "--error-exitcode",
+    "1",
+    "--show-backtrace",
+    "yes",
+)
 SANITIZER_ENV = {
     "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
     "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
@@ -38,7 +48,9 @@ def find_compute_sanitizer(env: Mapping[str, str]) -> str | None:
             candidates.append(Path(env[var]) / "compute-sanitizer" / "compute-sanitizer")
             candidates.append(Path(env[var]) / "bin" / "compute-sanitizer")
     for site in sys.path:
-        candidates.append(Path(site) / "nvidia" / "cuda_sanitizer_api" / "compute-sanitizer" / "compute-sanitizer")
+        candidates.append(
+            Path(site) / "nvidia" / "cuda_sanitizer_api" / "compute-sanitizer" / "compute-sanitizer"
+        )
         candidates.append(Path(site) / "nvidia" / "cu13" / "compute-sanitizer" / "compute-sanitizer")
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
@@ -47,7 +59,18 @@ def find_compute_sanitizer(env: Mapping[str, str]) -> str | None:
 
 
 def sanitizer_command(tool: str, nodeid: str, args: Sequence[str]) -> list[str]:
-    return [tool, *SANITIZER_FLAGS, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, nodeid]
+    return [
+        tool,
+        *SANITIZER_FLAGS,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *args,
+        nodeid,
+    ]
 
 
 def run_compute_sanitizer(
@@ -72,6 +95,7 @@ def run_compute_sanitizer(
                 sanitizer_command(tool, nodeid, args),
                 env=run_env,
                 capture_output=True,
+                check=False,
                 text=True,
                 timeout=timeout_s * 20 if timeout_s else None,
             )
@@ -82,5 +106,5 @@ def run_compute_sanitizer(
             continue
         found = parse_compute_sanitizer(nodeid, text=report)
         if found:
-            per_test[nodeid] = [f.__class__(**{**f.__dict__, "tests": (nodeid,)}) for f in found]
+            per_test[nodeid] = [replace(f, tests=(nodeid,)) for f in found]
     return per_test

@@ -53,7 +53,9 @@ def parse_visible_list(value: str, *, stop_at_invalid: bool = True) -> list[str]
     return entries
 
 
-def plan_slots(backend: str, count: int, env: Mapping[str, str], *, limit: int | None = None) -> list[DeviceSlot]:
+def plan_slots(
+    backend: str, count: int, env: Mapping[str, str], *, limit: int | None = None
+) -> list[DeviceSlot]:
     """One slot per device of ``backend`` visible under ``env``.
 
     ``count`` is the number of devices the runtime reports as visible (it already applies
@@ -125,7 +127,7 @@ def _detect_with_torch() -> tuple[str, int]:
         # With PYTORCH_NVML_BASED_CUDA_CHECK=1 this asks NVML/amdsmi, not the CUDA runtime,
         # and so leaves fork usable. The count already honours the outer *_VISIBLE_DEVICES.
         count = int(torch.cuda.device_count()) if torch.backends.cuda.is_built() or torch.version.hip else 0
-    except Exception:
+    except Exception:  # noqa: BLE001 - no count means no GPU workers, never a failed run
         count = 0
     if count > 0:
         return ("rocm" if torch.version.hip else "cuda", count)

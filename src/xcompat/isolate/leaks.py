@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import Literal
 
 from xcompat.isolate.outcomes import LeakReport
 
@@ -29,6 +31,33 @@ class LeakPolicy:
     # A one-off allocation (a cache filled on the first call after warm-up) or the
     # allocator moving memory around shows as one or two steps; a leak grows on most calls.
     min_growing_fraction: float = 0.75
+
+
+MARKER = "check_leaks"
+
+
+def from_marker(
+    marker: object, kinds: Sequence[str], policy: LeakPolicy
+) -> tuple[tuple[str, ...], LeakPolicy]:
+    """Apply ``@pytest.mark.check_leaks(kinds="host,device", repeats=N, threshold=BYTES)``."""
+    from dataclasses import replace
+
+    kwargs = dict(getattr(marker, "kwargs", {}))
+    args = tuple(getattr(marker, "args", ()))
+    raw = kwargs.pop("kinds", args[0] if args else "host")
+    names = tuple(k.strip() for k in (raw.split(",") if isinstance(raw, str) else raw) if k.strip())
+    bad = [k for k in names if k not in ("host", "device")] + [
+        k for k in kwargs if k not in ("repeats", "threshold")
+    ]
+    if bad or not names:
+        raise ValueError(
+            f"check_leaks: expected kinds from host, device and repeats=/threshold=, got {bad or raw!r}"
+        )
+    if "repeats" in kwargs:
+        policy = replace(policy, repeats=int(kwargs["repeats"]))
+    if "threshold" in kwargs:
+        policy = replace(policy, host_threshold_bytes=int(kwargs["threshold"]))
+    return tuple(dict.fromkeys((*kinds, *names))), policy
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -46,7 +75,9 @@ def current_rss() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
-def classify_growth(samples: Sequence[int], *, threshold: int, min_growing_fraction: float) -> tuple[int, bool]:
+def classify_growth(
+    samples: Sequence[int], *, threshold: int, min_growing_fraction: float
+) -> tuple[int, bool]:
     """(total growth, leaked?) for memory samples taken before and after each call.
 
     A step "grows" when it adds at least a quarter of the per-call share of the threshold,
@@ -55,7 +86,7 @@ def classify_growth(samples: Sequence[int], *, threshold: int, min_growing_fract
     if len(samples) < 2:
         return 0, False
     growth = samples[-1] - samples[0]
-    steps = [b - a for a, b in zip(samples, samples[1:])]
+    steps = [b - a for a, b in pairwise(samples)]
     significant = max(threshold // (4 * len(steps)), 1)
     growing = sum(1 for s in steps if s >= significant)
     leaked = growth >= threshold and growing >= min_growing_fraction * len(steps)
@@ -75,7 +106,7 @@ def device_allocated() -> tuple[str, int] | None:
         if mps is not None and torch.backends.mps.is_available() and hasattr(mps, "current_allocated_memory"):
             mps.synchronize()
             return ("mps", int(mps.current_allocated_memory()))
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken device runtime means no device figure, not a failed test
         return None
     return None
 
@@ -125,7 +156,7 @@ def measure_leaks(call: Callable[[], object], kinds: Sequence[str], policy: Leak
             py_heap, threshold=policy.host_threshold_bytes, min_growing_fraction=policy.min_growing_fraction
         )
         # Python objects that stay alive also raise RSS; whichever crossed the threshold counts.
-        where = "python" if py_leaked or (leaked and py_growth * 2 >= growth) else "native"
+        where: Literal["python", "native"] = "python" if py_leaked or (leaked and py_growth * 2 >= growth) else "native"
         reports.append(
             LeakReport(
                 kind="host",

@@ -11,7 +11,9 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout", "leaked"]
+Outcome = Literal[
+    "passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout", "leaked"
+]
 OUTCOMES: tuple[Outcome, ...] = (
     "passed",
     "failed",
@@ -154,7 +156,7 @@ class RunResult:
     pytest_exit: int = 0
 
     def counts(self) -> dict[str, int]:
-        counts = {name: 0 for name in OUTCOMES}
+        counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         for record in self.records:
             counts[record.outcome] += 1
         return counts

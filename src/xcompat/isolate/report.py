@@ -54,8 +54,7 @@ def _split_nodeid(nodeid: str) -> tuple[str, str]:
     """``tests/test_a.py::TestX::test_y[1]`` -> (``tests.test_a.TestX``, ``test_y[1]``)."""
     parts = nodeid.split("::")
     module = parts[0]
-    if module.endswith(".py"):
-        module = module[:-3]
+    module = module.removesuffix(".py")
     module = module.replace("/", ".").replace("\\", ".")
     classname = ".".join([module, *parts[1:-1]]) if len(parts) > 1 else module
     return classname, parts[-1] if len(parts) > 1 else parts[0]
@@ -65,7 +64,9 @@ def junit_testcase(record: TestRecord, cell_id: str | None) -> ET.Element:
     classname, name = _split_nodeid(record.nodeid)
     if cell_id:
         name = f"{name} [{cell_id}]"
-    case = ET.Element("testcase", classname=_clean(classname), name=_clean(name), time=f"{record.duration_s:.3f}")
+    case = ET.Element(
+        "testcase", classname=_clean(classname), name=_clean(name), time=f"{record.duration_s:.3f}"
+    )
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="outcome", value=record.outcome)
     if record.device:
@@ -111,5 +112,6 @@ def write_junit(path: str | Path, result: RunResult) -> Path:
 
     tree = junit_document(result)
     ET.indent(tree)
-    text = '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(tree.getroot(), encoding="unicode") + "\n"
+    root: Any = tree.getroot()
+    text = '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
     return atomic_write_text(path, text)

@@ -79,7 +79,12 @@ class _Child:
 
 
 def record_from_reports(
-    nodeid: str, reports: Sequence[Any], *, device: str | None, output: str = "", leaks: Sequence[LeakReport] = ()
+    nodeid: str,
+    reports: Sequence[Any],
+    *,
+    device: str | None,
+    output: str = "",
+    leaks: Sequence[LeakReport] = (),
 ) -> TestRecord:
     """Fold pytest's setup/call/teardown reports into one outcome, like its terminal summary."""
     outcome = "passed"
@@ -143,14 +148,14 @@ class IsolatedRunner:
         timeout_s: float | None,
         threads: int | None,
         leak_kinds: tuple[str, ...] = (),
-        leak_policy: LeakPolicy = LeakPolicy(),
+        leak_policy: LeakPolicy | None = None,
     ) -> None:
         self.isolation = isolation
         self.slots = list(slots)
         self.timeout_s = timeout_s
         self.threads = threads
         self.leak_kinds = leak_kinds
-        self.leak_policy = leak_policy
+        self.leak_policy = leak_policy or LeakPolicy()
         self.records: dict[str, TestRecord] = {}
         self.order: list[str] = []
         self.collected: list[str] = []
@@ -168,6 +173,12 @@ class IsolatedRunner:
         return [self.records[n] for n in self.order]
 
     # -- pytest hooks (parent only) -----------------------------------------------
+    interrupted = False
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        if os.getpid() == self._parent:
+            self.interrupted = True
+
     def pytest_collectreport(self, report: Any) -> None:
         if os.getpid() != self._parent or not report.failed:
             return
@@ -202,7 +213,11 @@ class IsolatedRunner:
         sink_r, sink_w = os.pipe()
         channel = Channel(sink_w)
         plan = ChildPlan(
-            write_fd=sink_w, out_path="", crash_path="", leak_kinds=self.leak_kinds, leak_policy=self.leak_policy
+            write_fd=sink_w,
+            out_path="",
+            crash_path="",
+            leak_kinds=self.leak_kinds,
+            leak_policy=self.leak_policy,
         )
         import json
 
@@ -211,9 +226,10 @@ class IsolatedRunner:
                 nodeid=item.nodeid, location=item.location, keywords={}, device=self.slots[0].label
             )
             self._inprocess[item.nodeid] = pending
-            if self.leak_kinds:
-                _install_leak_check(item, plan, channel)
-            item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+            _install_leak_check(item, plan, channel)
+            item.config.hook.pytest_runtest_protocol(
+                item=item, nextitem=items[i + 1] if i + 1 < len(items) else None
+            )
             os.set_blocking(sink_r, False)
             try:
                 data = os.read(sink_r, 1 << 20)
@@ -388,10 +404,10 @@ class IsolatedRunner:
         event = message["event"]
         nodeid = message["nodeid"]
         if event == "start":
-            item = next(i for i in child.items if i.nodeid == nodeid)
+            item = next((i for i in child.items if i.nodeid == nodeid), child.items[0])
             child.current = _Pending(
                 nodeid=nodeid,
-                location=item.location,
+                location=item.location if item.nodeid == nodeid else (nodeid.split("::")[0], None, nodeid),
                 keywords=dict.fromkeys(item.keywords, 1),
                 device=self.slots[child.slot].label,
                 started=time.monotonic(),
@@ -474,7 +490,9 @@ class IsolatedRunner:
             exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
             duration = time.monotonic() - current.started
             if child.timed_out:
-                crash = Crash(signal=signal_name(sig) if sig else None, signal_number=sig, traceback=traceback)
+                crash = Crash(
+                    signal=signal_name(sig) if sig else None, signal_number=sig, traceback=traceback
+                )
                 outcome = "timeout"
                 message = f"timed out after {self.timeout_s:g}s; stack dumped, then killed"
             else:

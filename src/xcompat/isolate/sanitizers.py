@@ -48,10 +48,10 @@ SANITIZER_HEADERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^Invalid __\w+__ atomic\b"), "invalid-write"),
     (re.compile(r"^Uninitialized __\w+__ memory read\b"), "uninitialized"),
     (re.compile(r"^(Error: )?Race reported\b|^Race reported\b"), "race"),
-    (re.compile(r"^Barrier error\b|^Invalid arguments to __syncthreads|synccheck", re.I), "sync"),
+    (re.compile(r"^Barrier error\b|^Invalid arguments to __syncthreads|synccheck", re.IGNORECASE), "sync"),
     (re.compile(r"^Malloc/Free error\b"), "invalid-free"),
     (re.compile(r"^Program hit \w+"), "api-error"),
-    (re.compile(r"^(Misaligned|Out-of-range) .*(address|access)", re.I), "invalid-read"),
+    (re.compile(r"^(Misaligned|Out-of-range) .*(address|access)", re.IGNORECASE), "invalid-read"),
     (re.compile(r"^(Warning|Error): .+"), "other"),
 )
 # Frames that say where memory was allocated from, not who leaked it.
@@ -124,7 +124,9 @@ def dedupe(findings: Iterable[Finding]) -> list[Finding]:
         if seen is None:
             merged[key] = replace(finding, tools=tuple(sorted(set(finding.tools or (finding.tool,)))))
             continue
-        total = None if seen.bytes is None and finding.bytes is None else (seen.bytes or 0) + (finding.bytes or 0)
+        total = (
+            None if seen.bytes is None and finding.bytes is None else (seen.bytes or 0) + (finding.bytes or 0)
+        )
         merged[key] = replace(
             seen,
             count=seen.count + finding.count,
@@ -175,7 +177,7 @@ def parse_valgrind_xml(source: str | Path, *, text: str | None = None) -> list[t
     the error (None before any). A file cut short by a killed process keeps what parsed.
     """
     data = text if text is not None else Path(source).read_text(encoding="utf-8", errors="replace")
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: Any = ET.XMLPullParser(events=("start", "end"))
     try:
         parser.feed(data)
         parser.close()
@@ -185,6 +187,7 @@ def parse_valgrind_xml(source: str | Path, *, text: str | None = None) -> list[t
     out: list[tuple[str | None, Finding]] = []
     current: str | None = None
     saw_root = False
+    events: list[Any]
     try:
         events = list(parser.read_events())
     except ET.ParseError:
@@ -311,7 +314,7 @@ def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> l
         block.clear()
 
     for raw in lines:
-        if not (raw.startswith("=========") or raw.startswith("========= ")):
+        if not raw.startswith("========="):
             flush()
             continue
         body = _PREFIX.sub("", raw, count=1)

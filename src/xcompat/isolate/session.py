@@ -11,9 +11,9 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
-from xcompat.errors import UnavailableError, UsageError
+from xcompat.errors import Interrupted, UnavailableError, UsageError
 from xcompat.isolate.devices import DeviceSlot, cpu_slots, detect_accelerator, plan_slots
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import Isolation, RunResult, TestRecord
@@ -71,6 +71,7 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
 
     env = os.environ if env is None else env
     start = time.monotonic()
+    _check_deep_tool(options.deep, env)
     method = choose_start_method(options.start_method)
     isolation = options.isolation
     slots = resolve_slots(options.devices, env)
@@ -84,10 +85,14 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         warm = warm_parent(preload=options.preload, use_torch=options.warm_torch)
 
     # The plugin package is imported before pytest can mark it for assertion rewriting.
-    args = ["-W", "ignore:Module already imported so cannot be rewritten; xcompat:pytest.PytestAssertRewriteWarning"]
+    args = [
+        "-W",
+        "ignore:Module already imported so cannot be rewritten; xcompat:pytest.PytestAssertRewriteWarning",
+    ]
     args += [*options.paths, *options.pytest_args]
     if options.rootdir:
         args += ["--rootdir", options.rootdir]
+    runner: Any
     if method == "spawn" and isolation != "none":
         from xcompat.isolate.spawned import SpawnRunner
 
@@ -116,6 +121,8 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         collected = list(runner.collected)
     finally:
         runner.cleanup()
+    if runner.interrupted:
+        raise Interrupted("interrupted; no results were written")
     if exit_code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) and not records:
         raise UsageError(
             f"pytest could not run ({pytest.ExitCode(exit_code).name.lower()}) with arguments: {' '.join(args)}",
@@ -129,7 +136,7 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
 
     findings: tuple[dict, ...] = ()
     if options.deep:
-        records, findings = _deep_checks(options, records, collected, args, env)
+        records, findings = _deep_checks(options, records, collected, env)
 
     return RunResult(
         records=tuple(records),
@@ -147,11 +154,26 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
     )
 
 
+def _check_deep_tool(deep: str | None, env: Mapping[str, str]) -> None:
+    """Refuse a missing memory checker before the run, not after it."""
+    import shutil
+
+    if deep == "valgrind" and shutil.which("valgrind", path=env.get("PATH")) is None:
+        raise UnavailableError("valgrind is not installed", hint="apt-get install valgrind, or drop --deep")
+    if deep == "compute-sanitizer":
+        from xcompat.isolate.compute_sanitizer import find_compute_sanitizer
+
+        if find_compute_sanitizer(env) is None:
+            raise UnavailableError(
+                "compute-sanitizer is not installed",
+                hint="pip install nvidia-cuda-sanitizer-api, or put the CUDA toolkit's compute-sanitizer on PATH",
+            )
+
+
 def _deep_checks(
     options: RunOptions,
     records: Sequence[TestRecord],
     collected: Sequence[str],
-    args: Sequence[str],
     env: Mapping[str, str],
 ) -> tuple[list[TestRecord], tuple[dict, ...]]:
     """Re-run the tests that ran under a memory checker; attach what each one adds."""
@@ -162,11 +184,13 @@ def _deep_checks(
     if options.deep == "valgrind":
         from xcompat.isolate.valgrind import run_valgrind
 
-        per_test = run_valgrind(nodeids, args=[a for a in options.pytest_args], timeout_s=options.timeout_s, env=env)
+        per_test = run_valgrind(nodeids, args=list(options.pytest_args), timeout_s=options.timeout_s, env=env)
     else:
         from xcompat.isolate.compute_sanitizer import run_compute_sanitizer
 
-        per_test = run_compute_sanitizer(nodeids, args=list(options.pytest_args), timeout_s=options.timeout_s, env=env)
+        per_test = run_compute_sanitizer(
+            nodeids, args=list(options.pytest_args), timeout_s=options.timeout_s, env=env
+        )
     updated: list[TestRecord] = []
     all_findings = []
     for record in records:

@@ -42,7 +42,9 @@ def parse_selection(value: str | None) -> tuple[str, ...] | None:
     names = tuple(dict.fromkeys(n.strip().lower() for n in value.split(",") if n.strip()))
     unknown = [n for n in names if n not in BACKENDS]
     if unknown:
-        raise ValueError(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(BACKENDS)}, all or auto")
+        raise ValueError(
+            f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(BACKENDS)}, all or auto"
+        )
     return names
 
 
@@ -58,7 +60,7 @@ def detect(env: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], dict[
     for backend in BACKENDS:
         try:
             result = probe_backend(backend, env)
-        except Exception as exc:  # a broken probe must not break the test session
+        except Exception as exc:  # noqa: BLE001 - a broken probe must not break the test session
             reasons[backend] = f"probe failed: {exc}"
             continue
         if result.available:

@@ -44,6 +44,11 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "exclude_backend(*names, reason=None): skip the device-parametrised case of these backends"
     )
+    config.addinivalue_line(
+        "markers",
+        "check_leaks(kinds='host', repeats=5, threshold=1048576): repeat the test and fail it if memory grows "
+        "(under xcompat test the outcome is 'leaked')",
+    )
     option = config.getoption("xcompat_backends", None)
     if option is not None:
         from xcompat.testing.backends import parse_selection
@@ -107,7 +112,11 @@ def _ours(metafunc: Any) -> bool:
 
 
 def pytest_generate_tests(metafunc: Any) -> None:
-    if "device" not in metafunc.fixturenames or _directly_parametrized(metafunc, "device") or not _ours(metafunc):
+    if (
+        "device" not in metafunc.fixturenames
+        or _directly_parametrized(metafunc, "device")
+        or not _ours(metafunc)
+    ):
         return
     state = _state(metafunc.config)
     required = _marker_names(metafunc.definition, "requires_backend")
@@ -120,7 +129,9 @@ def pytest_generate_tests(metafunc: Any) -> None:
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         params.append(pytest.param(backend, id=backend, marks=marks))
     if not params:
-        reason = "; ".join(state.skip_reason(b) or f"backend {b} not selected" for b in required) or "no backend"
+        reason = (
+            "; ".join(state.skip_reason(b) or f"backend {b} not selected" for b in required) or "no backend"
+        )
         params = [pytest.param(None, id="no-backend", marks=pytest.mark.skip(reason=reason))]
     metafunc.parametrize("device", params, indirect=True)
 
@@ -135,6 +146,33 @@ def pytest_runtest_setup(item: Any) -> None:
     required = _marker_names(item, "requires_backend")
     if not any(state.skip_reason(b) is None for b in required):
         pytest.skip("; ".join(state.skip_reason(b) or "" for b in required))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: Any) -> Any:
+    """``@pytest.mark.check_leaks`` in a plain pytest run (``xcompat test`` handles it itself)."""
+    marker = item.get_closest_marker("check_leaks")
+    if marker is None or getattr(item, "_xcompat_leak_checked", False):
+        return (yield)
+    from xcompat.isolate.leaks import LeakPolicy, from_marker, measure_leaks
+
+    try:
+        kinds, policy = from_marker(marker, (), LeakPolicy())
+    except ValueError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    original = item.runtest
+
+    def runtest_repeated() -> None:
+        original()
+        leaked = [r for r in measure_leaks(original, kinds, policy) if r.leaked]
+        if leaked:
+            pytest.fail("leak: " + "; ".join(r.describe() for r in leaked), pytrace=False)
+
+    item.runtest = runtest_repeated
+    try:
+        return (yield)
+    finally:
+        item.runtest = original
 
 
 @pytest.fixture

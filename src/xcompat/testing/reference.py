@@ -15,6 +15,7 @@ instead of reading device memory from the host (or the reverse).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,12 @@ class Tolerance:
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0 or value != value:
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or value < 0
+                or math.isnan(value)
+            ):
                 raise ValueError(f"{name} must be a number >= 0, not {value!r}")
 
 
@@ -57,7 +63,9 @@ def tolerances_from_mapping(data: Mapping[str, Any], *, source: str = "<toleranc
     """Validate ``{"float16": {"rtol": 1e-3, "atol": 1e-5}, ...}``; unknown dtypes are an error."""
     table = dict(DEFAULT_TOLERANCES)
     if not isinstance(data, Mapping):
-        raise ValueError(f"{source}: expected a table of dtype -> {{rtol, atol}}, got {type(data).__name__}")
+        raise ValueError(  # noqa: TRY004 - one error type for every bad table, as documented
+            f"{source}: expected a table of dtype -> {{rtol, atol}}, got {type(data).__name__}"
+        )
     for dtype, entry in data.items():
         if dtype not in DEFAULT_TOLERANCES:
             raise ValueError(f"{source}: unknown dtype {dtype!r}; known: {', '.join(DEFAULT_TOLERANCES)}")
@@ -133,8 +141,17 @@ class ReferenceMismatch(AssertionError):
     """The kernel's output differs from the reference beyond the dtype's tolerance."""
 
 
-def _compare(index: int, actual: Any, expected: Any, tol: Mapping[str, Tolerance], rtol: float | None,
-             atol: float | None, equal_nan: bool, check_dtype: bool, inputs_text: str) -> None:
+def _compare(
+    index: int,
+    actual: Any,
+    expected: Any,
+    tol: Mapping[str, Tolerance],
+    rtol: float | None,
+    atol: float | None,
+    equal_nan: bool,
+    check_dtype: bool,
+    inputs_text: str,
+) -> None:
     import torch
 
     where = f"output {index}" if index else "output"
@@ -156,7 +173,11 @@ def _compare(index: int, actual: Any, expected: Any, tol: Mapping[str, Tolerance
     got = actual.detach().cpu()
     # The ideal kernel returns the exact result rounded to its own dtype (overflow included).
     want = expected.to(got.dtype)
-    if check_dtype and expected.dtype not in (torch.float64, torch.complex128) and expected.dtype != got.dtype:
+    if (
+        check_dtype
+        and expected.dtype not in (torch.float64, torch.complex128)
+        and expected.dtype != got.dtype
+    ):
         raise ReferenceMismatch(f"{where}: dtype {name} != reference dtype {_dtype_name(expected.dtype)}")
     if got.numel() == 0:
         return
@@ -167,7 +188,9 @@ def _compare(index: int, actual: Any, expected: Any, tol: Mapping[str, Tolerance
         return
     bad = (~close).nonzero()
     diff = (g - w).abs()
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff.real if diff.is_complex() else diff, float("inf")), diff)
+    diff = torch.where(
+        torch.isnan(diff), torch.full_like(diff.real if diff.is_complex() else diff, float("inf")), diff
+    )
     worst = tuple(int(i) for i in (diff == diff[~close].max()).nonzero()[0]) if diff.dim() else ()
     raise ReferenceMismatch(
         f"{where} does not match the float64 reference ({name}: rtol={r:g}, atol={a:g}): "
@@ -201,7 +224,9 @@ def assert_matches_reference(
     expected = reference(*(_to_reference(v) for v in inputs), **kwargs)
     got, want = _flatten(actual), _flatten(expected)
     if len(got) != len(want):
-        raise ReferenceMismatch(f"fn returned {len(got)} output(s), reference {len(want)}\ninputs: {inputs_text}")
+        raise ReferenceMismatch(
+            f"fn returned {len(got)} output(s), reference {len(want)}\ninputs: {inputs_text}"
+        )
     for index, (a, e) in enumerate(zip(got, want)):
         _compare(index, a, e, table, rtol, atol, equal_nan, check_dtype, inputs_text)
     return actual

@@ -28,8 +28,9 @@ NumPy has no bfloat16: bfloat16 tensors are generated as float32 and rounded.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -41,9 +42,13 @@ ALL_DTYPES: tuple[str, ...] = FLOAT_DTYPES + INT_DTYPES + ("bool",)
 LAYOUTS: tuple[str, ...] = ("contiguous", "transposed", "strided", "broadcast", "channels_last")
 
 
-def shapes(*, min_dims: int = 0, max_dims: int = 4, min_side: int = 0, max_side: int = 7) -> st.SearchStrategy:
+def shapes(
+    *, min_dims: int = 0, max_dims: int = 4, min_side: int = 0, max_side: int = 7
+) -> st.SearchStrategy:
     """Array shapes including 0-d and empty ones; sides favour 0, 1 and odd sizes."""
-    nd = hnp.array_shapes(min_dims=max(min_dims, 1), max_dims=max(max_dims, 1), min_side=min_side, max_side=max_side)
+    nd = hnp.array_shapes(
+        min_dims=max(min_dims, 1), max_dims=max(max_dims, 1), min_side=min_side, max_side=max_side
+    )
     if min_dims == 0:
         # hypothesis rarely draws 0-d on its own; scalars are a classic kernel bug.
         return st.one_of(st.just(()), nd)
@@ -72,18 +77,18 @@ def special_values(name: str) -> list[Any]:
         # bfloat16 shares float32's exponent range: extremes of float32 overflow to inf
         # after rounding, so use values that survive it.
         return [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-40, 3.0e38, -3.0e38, 1.0]
-    info = np.finfo(name)
+    finfo = np.finfo(name)
     return [
         0.0,
         -0.0,
         float("nan"),
         float("inf"),
         -float("inf"),
-        float(info.smallest_subnormal),
-        float(info.tiny),
-        float(info.max),
-        float(info.min),
-        float(info.eps),
+        float(finfo.smallest_subnormal),
+        float(finfo.tiny),
+        float(finfo.max),
+        float(finfo.min),
+        float(finfo.eps),
     ]
 
 
@@ -105,7 +110,7 @@ def elements(
         hi = int(info.max if max_value is None else min(max_value, info.max))
         specials = [v for v in special_values(name) if lo <= v <= hi]
         return st.one_of(st.integers(lo, hi), st.sampled_from(specials)) if specials else st.integers(lo, hi)
-    width = 32 if name == "bfloat16" else int(np.dtype(name).itemsize * 8)
+    width: Literal[16, 32, 64] = 32 if name == "bfloat16" else {2: 16, 4: 32, 8: 64}[np.dtype(name).itemsize]  # type: ignore[assignment]
     plain = st.floats(
         width=width,
         allow_nan=allow_nan,
@@ -116,15 +121,15 @@ def elements(
     )
     specials = []
     for value in special_values(name):
-        if value != value and not allow_nan:
+        if math.isnan(value) and not allow_nan:
             continue
         if value in (float("inf"), -float("inf")) and not allow_infinity:
             continue
         if not allow_subnormal and value != 0 and abs(value) < float(np.finfo(_numpy_dtype(name)).tiny):
             continue
-        if value == value and min_value is not None and value < min_value:
+        if not math.isnan(value) and min_value is not None and value < min_value:
             continue
-        if value == value and max_value is not None and value > max_value:
+        if not math.isnan(value) and max_value is not None and value > max_value:
             continue
         specials.append(value)
     return st.one_of(plain, st.sampled_from(specials)) if specials else plain
@@ -137,7 +142,9 @@ def arrays(
 ) -> st.SearchStrategy:
     """NumPy arrays (bfloat16 comes out as float32: convert with ``to_tensor``)."""
     dtype_st = dtype if isinstance(dtype, st.SearchStrategy) else st.just(dtype)
-    shape_st = shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    shape_st = (
+        shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    )
 
     @st.composite
     def build(draw: Any) -> np.ndarray:
@@ -177,10 +184,10 @@ def apply_layout(tensor: Any, layout: str) -> Any:
         return wide[..., ::2]
     if layout == "broadcast":
         # Stride 0 along the first dim longer than 1: one row seen many times (values repeat).
-        wide = [i for i, n in enumerate(tensor.shape) if n > 1]
-        if not wide:
+        long_dims = [i for i, n in enumerate(tensor.shape) if n > 1]
+        if not long_dims:
             return tensor
-        dim = wide[0]
+        dim = long_dims[0]
         return tensor.select(dim, 0).unsqueeze(dim).expand(*tensor.shape)
     if layout == "channels_last":
         if tensor.dim() != 4:
@@ -201,7 +208,9 @@ def tensors(
     from xcompat.testing.strategies import dtypes as dtype_strategy
 
     dtype_st = dtype_strategy(dtypes)
-    shape_st = shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    shape_st = (
+        shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    )
     layout_st = st.sampled_from(tuple(layouts))
 
     @st.composite
@@ -226,7 +235,9 @@ def same_shape_tensors(
     """``count`` tensors of one shape and dtype (each with its own layout): binary/ternary ops."""
     from xcompat.testing.strategies import dtypes as dtype_strategy
 
-    shape_st = shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    shape_st = (
+        shape if isinstance(shape, st.SearchStrategy) else (st.just(shape) if shape is not None else shapes())
+    )
 
     @st.composite
     def build(draw: Any) -> tuple[Any, ...]:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.action import Repo, checks_by_name, run_gate
+
 from xcompat.jsonio import read_json, validate
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")

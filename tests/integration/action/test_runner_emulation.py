@@ -11,8 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.action import ExpressionError, evaluate_expressions, expressions_available, run_composite_action
+from tests.helpers.action import (
+    ExpressionError,
+    evaluate_expressions,
+    expressions_available,
+    run_composite_action,
+)
 
 REASON = expressions_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"composite action runner unavailable: {REASON}")

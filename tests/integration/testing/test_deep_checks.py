@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.testing import LEAN_PYTEST, by_name, run_xcompat_test
+
 from xcompat.isolate.compute_sanitizer import find_compute_sanitizer
 from xcompat.jsonio import validate
 
-NATIVE_SUITE = '''
+NATIVE_SUITE = """
 import ctypes
 
 _LIBC = ctypes.CDLL(None)
@@ -33,7 +33,7 @@ def test_leaks_4096_bytes():
 def test_clean():
     buffer = ctypes.create_string_buffer(100)
     assert len(buffer) == 100
-'''
+"""
 
 
 @pytest.mark.slow
@@ -63,7 +63,9 @@ def test_valgrind_reports_only_what_a_test_adds(tmp_path: Path) -> None:
 
 def test_compute_sanitizer_live_run(tmp_path: Path) -> None:
     if find_compute_sanitizer(os.environ) is None:
-        pytest.skip("compute-sanitizer is not installed here (pip install nvidia-cuda-sanitizer-api on a GPU runner)")
+        pytest.skip(
+            "compute-sanitizer is not installed here (pip install nvidia-cuda-sanitizer-api on a GPU runner)"
+        )
     try:
         import torch
     except ImportError:
@@ -74,7 +76,9 @@ def test_compute_sanitizer_live_run(tmp_path: Path) -> None:
         "import torch\n\ndef test_gpu_add():\n    x = torch.ones(8, device='cuda')\n    assert (x + x).sum().item() == 16\n"
     )
     proc, doc = run_xcompat_test(
-        tmp_path, ["test_gpu.py", "--deep", "compute-sanitizer", "--", *LEAN_PYTEST], json_out=tmp_path / "r.json"
+        tmp_path,
+        ["test_gpu.py", "--deep", "compute-sanitizer", "--", *LEAN_PYTEST],
+        json_out=tmp_path / "r.json",
     )
     assert doc is not None, proc.stderr[-3000:]
     assert by_name(doc)["test_gpu_add"]["outcome"] == "passed", doc

@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.testing import CRASHY_ENV, LEAN_PYTEST, by_name, crashy_suite_copy, run_xcompat_test
+
 from xcompat.jsonio import validate
 
 CELL = "py3.11-linux-x86_64-cpu-torch2.13"
@@ -26,8 +26,21 @@ def per_test_run(tmp_path_factory: pytest.TempPathFactory):
     junit = tmp / "junit.xml"
     proc, doc = run_xcompat_test(
         tmp,
-        [str(suite), "--timeout", "3", "--leaks", "host", "--leak-repeat", "4", "--cell-id", CELL,
-         "--junit", str(junit), "--", *LEAN_PYTEST],
+        [
+            str(suite),
+            "--timeout",
+            "3",
+            "--leaks",
+            "host",
+            "--leak-repeat",
+            "4",
+            "--cell-id",
+            CELL,
+            "--junit",
+            str(junit),
+            "--",
+            *LEAN_PYTEST,
+        ],
         json_out=tmp / "result.json",
         env=CRASHY_ENV,
     )
@@ -51,6 +64,7 @@ def test_every_outcome_is_recorded(per_test_run) -> None:
         "test_skipped": "skipped",
         "test_fixture_error": "error",
         "test_leaks_native_memory": "leaked",
+        "test_marked_leak": "leaked",
         "test_leaks_python_objects": "leaked",
         "test_healthy_param[1]": "passed",
         "test_healthy_param[2]": "passed",
@@ -61,7 +75,7 @@ def test_every_outcome_is_recorded(per_test_run) -> None:
     assert {name: t["outcome"] for name, t in tests.items()} == expected
     assert proc.returncode == 1
     assert doc["status"] == "crashed"
-    assert doc["counts"]["crashed"] == 3 and doc["counts"]["leaked"] == 2 and doc["counts"]["passed"] == 7
+    assert doc["counts"]["crashed"] == 3 and doc["counts"]["leaked"] == 3 and doc["counts"]["passed"] == 7
 
 
 def test_crashes_carry_signal_and_faulthandler_traceback(per_test_run) -> None:
@@ -70,7 +84,10 @@ def test_crashes_carry_signal_and_faulthandler_traceback(per_test_run) -> None:
     segv = tests["test_segfault"]
     assert segv["crash"]["signal"] == "SIGSEGV" and segv["crash"]["signal_number"] == 11
     assert "Segmentation fault" in segv["crash"]["traceback"]
-    assert 'test_crashy.py", line' in segv["crash"]["traceback"] and "in test_segfault" in segv["crash"]["traceback"]
+    assert (
+        'test_crashy.py", line' in segv["crash"]["traceback"]
+        and "in test_segfault" in segv["crash"]["traceback"]
+    )
     assert "about to dereference NULL" in segv["output_tail"]
     abort = tests["test_abort"]
     assert abort["crash"]["signal"] == "SIGABRT" and "in test_abort" in abort["crash"]["traceback"]
@@ -98,6 +115,7 @@ def test_leaks_are_told_apart(per_test_run) -> None:
     assert python["leaked"] and python["where"] == "python" and python["python_bytes"] >= 4 * 400 * 1024
     healthy = tests["test_healthy_first"]["leaks"][0]
     assert healthy["leaked"] is False and healthy["repeats"] == 4
+    assert tests["test_marked_leak"]["leaks"][0]["repeats"] == 3  # the marker's own setting
 
 
 def test_failure_details_and_skip_reasons(per_test_run) -> None:
@@ -132,15 +150,25 @@ def test_junit_names_carry_the_cell_id(per_test_run) -> None:
     assert by_case["test_leaks_native_memory"].find("failure").get("type") == "leaked"
     assert by_case["test_skipped"].find("skipped") is not None
     suite = root.find("testsuite")
-    assert suite.get("errors") == "5" and suite.get("failures") == "3"
+    assert suite.get("errors") == "5" and suite.get("failures") == "4"
 
 
 def test_file_isolation_continues_after_a_crash(tmp_path: Path) -> None:
     suite = crashy_suite_copy(tmp_path)
     proc, doc = run_xcompat_test(
         tmp_path,
-        [str(suite / "test_crashy.py"), "--isolate", "file", "--timeout", "3", "--no-warm-torch",
-         "--", *LEAN_PYTEST, "-k", "healthy or segfault or abort or os_exit"],
+        [
+            str(suite / "test_crashy.py"),
+            "--isolate",
+            "file",
+            "--timeout",
+            "3",
+            "--no-warm-torch",
+            "--",
+            *LEAN_PYTEST,
+            "-k",
+            "healthy or segfault or abort or os_exit",
+        ],
         json_out=tmp_path / "r.json",
         env=CRASHY_ENV,
     )
@@ -176,18 +204,32 @@ def test_in_process_mode_and_no_tests(tmp_path: Path) -> None:
     suite = crashy_suite_copy(tmp_path)
     proc, doc = run_xcompat_test(
         tmp_path,
-        [str(suite / "test_crashy.py"), "--isolate", "none", "--", *LEAN_PYTEST, "-k", "healthy_param or raises"],
+        [
+            str(suite / "test_crashy.py"),
+            "--isolate",
+            "none",
+            "--",
+            *LEAN_PYTEST,
+            "-k",
+            "healthy_param or raises or marked_leak",
+        ],
         json_out=tmp_path / "r.json",
         env=CRASHY_ENV,
     )
     assert doc is not None, proc.stderr[-3000:]
     assert doc["start_method"] == "in-process" and proc.returncode == 1
     outcomes = {name: t["outcome"] for name, t in by_name(doc).items()}
-    assert outcomes == {"test_raises": "failed", **{f"test_healthy_param[{i}]": "passed" for i in (1, 2, 3)}}
+    assert outcomes == {
+        "test_raises": "failed",
+        "test_marked_leak": "leaked",  # the marker works without isolation too
+        **{f"test_healthy_param[{i}]": "passed" for i in (1, 2, 3)},
+    }
 
     proc, doc = run_xcompat_test(
-        tmp_path, [str(suite / "test_crashy.py"), "--no-warm-torch", "--", *LEAN_PYTEST, "-k", "nothing_matches"],
-        json_out=tmp_path / "none.json", env=CRASHY_ENV,
+        tmp_path,
+        [str(suite / "test_crashy.py"), "--no-warm-torch", "--", *LEAN_PYTEST, "-k", "nothing_matches"],
+        json_out=tmp_path / "none.json",
+        env=CRASHY_ENV,
     )
     assert proc.returncode == 2 and doc is None
     assert "no tests were collected" in proc.stderr and "Traceback" not in proc.stderr
@@ -197,13 +239,28 @@ def test_spawn_start_method(tmp_path: Path) -> None:
     suite = crashy_suite_copy(tmp_path)
     proc, doc = run_xcompat_test(
         tmp_path,
-        [str(suite / "test_crashy.py"), "--start-method", "spawn", "--isolate", "file", "--timeout", "20",
-         "--", *LEAN_PYTEST, "-k", "healthy_first or segfault"],
+        [
+            str(suite / "test_crashy.py"),
+            "--start-method",
+            "spawn",
+            "--isolate",
+            "file",
+            "--timeout",
+            "20",
+            "--",
+            *LEAN_PYTEST,
+            "-k",
+            "healthy_first or segfault",
+        ],
         json_out=tmp_path / "r.json",
         env=CRASHY_ENV,
     )
     assert doc is not None, proc.stderr[-3000:]
     assert doc["start_method"] == "spawn"
     outcomes = {name: t["outcome"] for name, t in by_name(doc).items()}
-    assert outcomes == {"test_healthy_first": "passed", "test_segfault": "crashed", "test_healthy_after_segfault": "passed"}
+    assert outcomes == {
+        "test_healthy_first": "passed",
+        "test_segfault": "crashed",
+        "test_healthy_after_segfault": "passed",
+    }
     assert by_name(doc)["test_segfault"]["crash"]["signal"] == "SIGSEGV"

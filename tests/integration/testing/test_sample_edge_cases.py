@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.helpers.testing import REPO, by_name, run_xcompat_test
 
 pytest.importorskip("torch")

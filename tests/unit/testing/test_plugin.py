@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.helpers.testing import xcompat_env
 
-SUITE = '''
+SUITE = """
 import pytest
 
 
@@ -42,13 +42,31 @@ def test_device_not_cpu(device):
 @pytest.mark.parametrize("device", ["mine"])
 def test_own_parametrize(device):
     assert device == "mine"
-'''
+"""
 
 
-def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rs", "-v", *args],
-        cwd=tmp_path, env=xcompat_env(env), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+            "-rs",
+            "-v",
+            *args,
+        ],
+        cwd=tmp_path,
+        env=xcompat_env(env),
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
     )
 
 
@@ -79,7 +97,13 @@ def test_selected_but_absent_backends_show_as_skips(tmp_path: Path) -> None:
     assert outcomes["test_device[cpu]"] == "PASSED" and outcomes["test_device[cuda]"] == "SKIPPED"
     assert outcomes["test_device_cuda_only[cuda]"] == "SKIPPED"
     # The environment variable selects the same way.
-    proc = _pytest(tmp_path, "test_dev.py", "-k", "test_device and not only and not not_cpu", env={"XCOMPAT_BACKENDS": "all"})
+    proc = _pytest(
+        tmp_path,
+        "test_dev.py",
+        "-k",
+        "test_device and not only and not not_cpu",
+        env={"XCOMPAT_BACKENDS": "all"},
+    )
     assert set(_outcomes(proc.stdout)) == {f"test_device[{b}]" for b in ("cpu", "cuda", "rocm", "mps")}
 
 
@@ -91,7 +115,10 @@ def test_bad_option_and_marker_are_usage_errors(tmp_path: Path) -> None:
         "import pytest\n\n@pytest.mark.requires_backend('tpu')\ndef test_x(device):\n    pass\n"
     )
     proc = _pytest(tmp_path, "test_bad.py")
-    assert proc.returncode != 0 and "backend markers take names from cpu, cuda, rocm, mps" in proc.stdout + proc.stderr
+    assert (
+        proc.returncode != 0
+        and "backend markers take names from cpu, cuda, rocm, mps" in proc.stdout + proc.stderr
+    )
 
 
 def test_a_project_device_fixture_wins(tmp_path: Path) -> None:
@@ -110,6 +137,29 @@ def test_plugin_import_is_cheap() -> None:
         "'xcompat.devices') if m in sys.modules))"
     )
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], env=xcompat_env(), capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=xcompat_env(), capture_output=True, text=True, check=True
+    )
     assert proc.stdout.splitlines()[1] == "[]"  # nothing heavy, no probing at import
     assert time.perf_counter() - start < 30
+
+
+def test_check_leaks_marker_in_a_plain_pytest_run(tmp_path: Path) -> None:
+    (tmp_path / "test_leaky.py").write_text(
+        "import pytest\n"
+        "KEEP = []\n\n"
+        "@pytest.mark.check_leaks(repeats=3)\n"
+        "def test_keeps_objects():\n"
+        "    KEEP.append(b'x' * (1 << 20))\n\n"
+        "@pytest.mark.check_leaks('host', repeats=3)\n"
+        "def test_clean():\n"
+        "    b'x' * (1 << 20)\n\n"
+        "@pytest.mark.check_leaks('disk')\n"
+        "def test_bad_marker():\n"
+        "    pass\n"
+    )
+    proc = _pytest(tmp_path, "test_leaky.py")
+    outcomes = _outcomes(proc.stdout)
+    assert outcomes == {"test_keeps_objects": "FAILED", "test_clean": "PASSED", "test_bad_marker": "FAILED"}
+    assert "leak: host memory grew by" in proc.stdout and "python" in proc.stdout
+    assert "check_leaks: expected kinds from host, device" in proc.stdout

@@ -75,18 +75,31 @@ def _msg(text: str) -> str:
 VALGRIND_XML = (
     '<?xml version="1.0"?>\n<valgrindoutput><protocolversion>4</protocolversion><tool>memcheck</tool>'
     # Interpreter start-up: baseline.
-    + _error("Leak_DefinitelyLost", "19 bytes in 1 blocks are definitely lost", [_frame("malloc"), _frame("PyUnicode_New")], 19)
+    + _error(
+        "Leak_DefinitelyLost",
+        "19 bytes in 1 blocks are definitely lost",
+        [_frame("malloc"), _frame("PyUnicode_New")],
+        19,
+    )
     + _msg("xcompat-start tests/test_a.py::test_leaky")
     + _error(
         "Leak_DefinitelyLost",
         "4,096 (+4,096) bytes in 1 (+1) blocks are definitely lost in loss record 7 of 90",
-        [_frame("malloc", "vg_replace_malloc.c", 381), _frame("make_buffer", "ext.c", 12), _frame("ext_call", "ext.c", 40)],
+        [
+            _frame("malloc", "vg_replace_malloc.c", 381),
+            _frame("make_buffer", "ext.c", 12),
+            _frame("ext_call", "ext.c", 40),
+        ],
         4096,
     )
     + _error("Leak_PossiblyLost", "64 bytes possibly lost", [_frame("malloc")], 64)
     + _msg("xcompat-end tests/test_a.py::test_leaky")
     + _msg("xcompat-start tests/test_a.py::test_oob")
-    + _error("InvalidRead", "Invalid read of size 4", [_frame("sum_values", "ext.c", 77), _frame("ext_sum", "ext.c", 90)])
+    + _error(
+        "InvalidRead",
+        "Invalid read of size 4",
+        [_frame("sum_values", "ext.c", 77), _frame("ext_sum", "ext.c", 90)],
+    )
     + _msg("xcompat-end tests/test_a.py::test_oob")
     + "</valgrindoutput>\n"
 )
@@ -135,7 +148,10 @@ def test_valgrind_findings_are_attributed_to_tests() -> None:
 
 
 def test_truncated_valgrind_xml_keeps_what_parsed() -> None:
-    cut = VALGRIND_XML[: VALGRIND_XML.index("<error><unique>0x1</unique><tid>1</tid><kind>InvalidRead")] + "<error><uni"
+    cut = (
+        VALGRIND_XML[: VALGRIND_XML.index("<error><unique>0x1</unique><tid>1</tid><kind>InvalidRead")]
+        + "<error><uni"
+    )
     per_test = attribute(parse_valgrind_xml("vg.xml", text=cut))
     assert list(per_test) == ["tests/test_a.py::test_leaky"]
 
@@ -149,10 +165,33 @@ def test_malformed_valgrind_output_is_an_input_error(text: str) -> None:
 
 def test_dedupe_across_tests_and_tools() -> None:
     frames = ("malloc (x.c:1)", "make_buffer (ext.c:12)", "ext_call (ext.c:40)")
-    a = Finding(tool="valgrind", category="leak", kind="Leak_DefinitelyLost", summary="a", bytes=10, frames=frames, tests=("t1",))
-    b = Finding(tool="valgrind", category="leak", kind="Leak_DefinitelyLost", summary="b", bytes=10, frames=frames, tests=("t2",))
-    c = Finding(tool="compute-sanitizer", category="leak", kind="Leaked", summary="c", bytes=5,
-                frames=("cudaMalloc", "make_buffer", "ext_call"), tests=("t2",))
+    a = Finding(
+        tool="valgrind",
+        category="leak",
+        kind="Leak_DefinitelyLost",
+        summary="a",
+        bytes=10,
+        frames=frames,
+        tests=("t1",),
+    )
+    b = Finding(
+        tool="valgrind",
+        category="leak",
+        kind="Leak_DefinitelyLost",
+        summary="b",
+        bytes=10,
+        frames=frames,
+        tests=("t2",),
+    )
+    c = Finding(
+        tool="compute-sanitizer",
+        category="leak",
+        kind="Leaked",
+        summary="c",
+        bytes=5,
+        frames=("cudaMalloc", "make_buffer", "ext_call"),
+        tests=("t2",),
+    )
     other = Finding(tool="valgrind", category="invalid-read", kind="InvalidRead", summary="d", frames=frames)
     merged = dedupe([a, b, c, other])
     assert len(merged) == 2
@@ -163,7 +202,9 @@ def test_dedupe_across_tests_and_tools() -> None:
 
 
 def test_baseline_subtraction_and_outcomes() -> None:
-    base = Finding(tool="valgrind", category="leak", kind="k", summary="s", frames=("malloc", "PyUnicode_New"))
+    base = Finding(
+        tool="valgrind", category="leak", kind="k", summary="s", frames=("malloc", "PyUnicode_New")
+    )
     new = Finding(tool="valgrind", category="leak", kind="k", summary="s", frames=("malloc", "make_buffer"))
     assert subtract_baseline([base, new], [base]) == [new]
     assert outcome_for([new], "passed") == "leaked"

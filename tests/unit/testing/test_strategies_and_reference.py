@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("hypothesis")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings
 
-from xcompat.testing.reference import (  # noqa: E402
+from xcompat.testing.reference import (
     DEFAULT_TOLERANCES,
     ReferenceMismatch,
     Tolerance,
@@ -21,9 +21,11 @@ from xcompat.testing.reference import (  # noqa: E402
     load_tolerances,
     tolerances_from_mapping,
 )
-from xcompat.testing.strategies import apply_layout, dtypes, same_shape_tensors, special_values, tensors  # noqa: E402
+from xcompat.testing.strategies import apply_layout, dtypes, same_shape_tensors, special_values, tensors
 
-FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+FAST = settings(
+    max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True
+)
 
 
 def test_tensors_cover_the_edge_cases() -> None:
@@ -107,7 +109,9 @@ def test_reference_catches_a_stride_bug() -> None:
     with pytest.raises(ReferenceMismatch) as err:
         assert_matches_reference(buggy_add, torch.add, a, b)
     text = str(err.value)
-    assert "float32: rtol=1.3e-06, atol=1e-05" in text and "elements differ" in text and "strides=(1, 4)" in text
+    assert (
+        "float32: rtol=1.3e-06, atol=1e-05" in text and "elements differ" in text and "strides=(1, 4)" in text
+    )
 
 
 def test_reference_shape_dtype_and_output_count() -> None:
@@ -137,7 +141,7 @@ def test_tolerance_tables_are_validated(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match=words.replace("(", r"\(")):
             tolerances_from_mapping(bad)  # type: ignore[arg-type]
     toml = tmp_path / "tol.toml"
-    toml.write_text('[tolerances.bfloat16]\nrtol = 0.05\natol = 0.001\n')
+    toml.write_text("[tolerances.bfloat16]\nrtol = 0.05\natol = 0.001\n")
     assert load_tolerances(toml)["bfloat16"] == Tolerance(0.05, 0.001)
     broken = tmp_path / "tol.json"
     broken.write_text('{"float32": {"rtol": 1e-5,}}')

@@ -1,0 +1,138 @@
+"""The GitLab component's jobs, run as a GitLab runner runs them: each job's script lines in one
+bash session with `set -eo pipefail`, the job's variables and GitLab's predefined ones.
+
+The parent `xcompat:plan` job runs for real on the sample project (real signature check against
+the merge request's base commit, real plan, the child pipeline generated from it). The child
+pipeline's jobs then run with `xcompat` standing in as a recorder that parses every command line
+with the real CLI, so no wheel is built here, but every option they pass must exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.helpers.action import GITLAB_COMPONENT, REPO_ROOT, Repo, git, split_component
+
+SAMPLE = REPO_ROOT / "examples" / "sample-ext"
+RECORDER = """#!{python}
+import json, os, sys
+argv = sys.argv[1:]
+from xcompat.cli import build_parser
+try:
+    ok = getattr(build_parser(argv).parse_args(argv), "_module", None) is not None
+except SystemExit:
+    ok = False
+with open(os.environ["XCOMPAT_ARGV_LOG"], "a", encoding="utf-8") as fh:
+    fh.write(json.dumps({{"argv": argv, "ok": ok}}) + "\\n")
+"""
+
+pytestmark = pytest.mark.skipif(not (SAMPLE / ".xcompat" / "matrix.yml.sig").is_file(),
+                                reason="the sample project's signed matrix is not there yet")
+
+
+def component_jobs() -> dict:
+    head, body = split_component(GITLAB_COMPONENT.read_text())
+    inputs = yaml.safe_load(head)["spec"]["inputs"]
+    for name, spec in inputs.items():
+        value = spec.get("default", "")
+        value = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        # GitLab interpolates into the parsed YAML, so an empty input stays an empty string.
+        body = body.replace(f"$[[ inputs.{name} ]]", json.dumps(value))
+    return yaml.safe_load(body)
+
+
+def run_job(script: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    text = "set -eo pipefail\n" + "\n".join(script) + "\n"
+    return subprocess.run(["bash", "-c", text], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def without_install(script: list[str]) -> list[str]:
+    # The jobs pip-install xcompat from PyPI; here the checkout's own xcompat is on PATH instead.
+    return [line for line in script if not line.startswith("python3 -m venv /tmp/xcompat")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, str]:
+    """The sample as the merge request's checkout, with the base commit it targets."""
+    root = tmp_path / "project"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    Repo(root)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root, git(root, "rev-parse", "HEAD").strip()
+
+
+def gitlab_env(root: Path, **extra: str) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG", "TMPDIR")}
+    return {**keep, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "CI": "true", "GITLAB_CI": "true",
+            "CI_PROJECT_DIR": str(root), "CI_PROJECT_PATH": "xcompat-demo/sample-ext", "CI_PIPELINE_ID": "41",
+            "CI_DEFAULT_BRANCH": "main", "CI_COMMIT_BEFORE_SHA": "0" * 40, **extra}
+
+
+def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> None:
+    root, base = project
+    jobs = component_jobs()
+    plan_job = jobs["xcompat:plan"]
+    env = gitlab_env(root, CI_PIPELINE_SOURCE="merge_request_event", CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
+                     **{k: str(v) for k, v in plan_job["variables"].items()})
+    proc = run_job(without_install(plan_job["script"]), cwd=root, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = root / ".xcompat-out"
+    verify = json.loads((out / "verify.json").read_text())
+    assert verify["verified"] is True
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["matrix_sha256"] == verify["sha256"]
+    child = yaml.safe_load((out / "child.yml").read_text())
+    cells = json.loads((out / "plan-gitlab.json").read_text())["parallel"]["matrix"]
+    assert len(child["xcompat:build"]["parallel"]["matrix"]) == len(plan["cells"]) == len(cells)
+
+    # The child pipeline: the trigger job's variables reach it, plus the cell's matrix variables.
+    recorder_dir = tmp_path / "recorder"
+    recorder_dir.mkdir()
+    (recorder_dir / "xcompat").write_text(RECORDER.format(python=sys.executable))
+    (recorder_dir / "git").write_text("#!/bin/sh\nexit 0\n")  # the gate's `git fetch origin`
+    pip_log = tmp_path / "pip.txt"
+    (recorder_dir / "pip").write_text(f'#!/bin/sh\necho "$@" >> {pip_log}\n')  # the cell's environment
+    for tool in ("xcompat", "git", "pip"):
+        (recorder_dir / tool).chmod(0o755)
+    log = tmp_path / "argv.jsonl"
+    trigger_vars = {k: str(v) for k, v in jobs["xcompat:cells"]["variables"].items()}
+    trigger_vars["PARENT_PIPELINE_ID"] = "41"
+    tagged = gitlab_env(root, CI_COMMIT_TAG="v0.2.0", XCOMPAT_ARGV_LOG=str(log))
+    tagged.update({**trigger_vars, **cells[0], "XCOMPAT_ABI_BASELINE": "baseline.json.gz"})
+    tagged["PATH"] = f"{recorder_dir}:{tagged['PATH']}"
+    for name in ("xcompat:build", "xcompat:test", "xcompat:report", "xcompat:gate"):
+        proc = run_job(without_install(child[name]["script"]), cwd=root, env=tagged)
+        assert proc.returncode == 0, f"{name}: {proc.stdout}{proc.stderr}"
+    frameworks = cells[0]["XCOMPAT_FRAMEWORKS"].split()
+    assert pip_log.read_text().split() == ["install", "--quiet", *(f"{f}.*" for f in frameworks)]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    refused = [c["argv"] for c in calls if not c["ok"]]
+    assert refused == [], f"the CLI refuses: {refused}"
+    commands = [c["argv"][0] if c["argv"][0] not in ("abi",) else " ".join(c["argv"][:2]) for c in calls]
+    assert commands == ["build", "test", "report", "abi diff", "gate"]
+    gate = calls[-1]["argv"]
+    for option in ("--plan", "--results", "--require-kind", "--matrix", "--allowed-signers", "--trust-ref", "--abi"):
+        assert option in gate, f"the tag pipeline's gate lacks {option}: {gate}"
+    assert gate[gate.index("--trust-ref") + 1] == "origin/main"
+
+
+def test_plan_job_refuses_a_matrix_the_base_does_not_trust(project: tuple[Path, str]) -> None:
+    root, base = project
+    matrix = root / ".xcompat" / "matrix.yml"
+    matrix.write_text(matrix.read_text().replace("serial:", "# edited without re-signing\nserial:", 1))
+    git(root, "commit", "-q", "-am", "head")
+    plan_job = component_jobs()["xcompat:plan"]
+    env = gitlab_env(root, CI_PIPELINE_SOURCE="merge_request_event", CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
+                     **{k: str(v) for k, v in plan_job["variables"].items()})
+    proc = run_job(without_install(plan_job["script"]), cwd=root, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert not (root / ".xcompat-out" / "child.yml").exists()
