@@ -4,6 +4,7 @@
 ``sample_project_v2``: path of examples/sample-ext-v2 (1.1.0, deliberate ABI changes).
 ``sample_wheels``: ``{"v1": Path, "v2": Path}``, repaired wheels built natively through
 ``xcompat.build`` and cached across runs (see ``tests/helpers/sample.py``).
+``sample_site``: ``{"v1": Path, "v2": Path}``, those wheels installed into folders for PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -32,3 +33,12 @@ def sample_wheels() -> dict[str, Path]:
     from tests.helpers.sample import sample_wheels as build
 
     return build()
+
+
+@pytest.fixture(scope="session")
+def sample_site(sample_wheels) -> dict[str, Path]:
+    """``{"v1": Path, "v2": Path}``: folders with each sample wheel installed (``pip --target``);
+    put one on PYTHONPATH of a subprocess to import the built ``sample_ext``."""
+    from tests.helpers.sample import install_sample
+
+    return {variant: install_sample(variant) for variant in sample_wheels}

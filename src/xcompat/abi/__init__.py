@@ -69,10 +69,24 @@ def _wheel_bytes(path: Path) -> int:
         return 0
 
 
+def _idle_cpus() -> float:
+    """CPUs this process may use minus the 1-minute load: two reading processes only pay off
+    (their results are pickled back) when a second core is actually free."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return cpus - 1 - load
+
+
 def _load_pair(old: Path, new: Path, kwargs: dict[str, Any], parallel: bool):
     from xcompat.abi.load import load_manifest as impl
 
-    if parallel and (os.cpu_count() or 1) > 1 and _wheel_bytes(old) + _wheel_bytes(new) > PARALLEL_THRESHOLD_BYTES:
+    if parallel and _idle_cpus() >= 1 and _wheel_bytes(old) + _wheel_bytes(new) > PARALLEL_THRESHOLD_BYTES:
         # Inflating a wheel is CPU-bound zlib work; two sides, two processes.
         import concurrent.futures
         import multiprocessing
@@ -81,6 +95,15 @@ def _load_pair(old: Path, new: Path, kwargs: dict[str, Any], parallel: bool):
         with concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
             fo = pool.submit(impl, old, **kwargs)
             fn = pool.submit(impl, new, **kwargs)
+            return fo.result(), fn.result()
+    if parallel and (_wheel_bytes(old) or _wheel_bytes(new)):
+        # Threads suffice here: the slow part of a small wheel is the griffe / torch subprocess
+        # of each side, and waiting on a subprocess releases the GIL.
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as tpool:
+            fo = tpool.submit(impl, old, **kwargs)
+            fn = tpool.submit(impl, new, **kwargs)
             return fo.result(), fn.result()
     return impl(old, **kwargs), impl(new, **kwargs)
 

@@ -179,7 +179,13 @@ def diff_manifests(
         diff_torch_ops(old.torch_ops, new.torch_ops, c.add)
     elif old.torch_ops is not None or new.torch_ops is not None:
         unchecked.append("torch operator schemas: extracted on one side only; not compared")
-    if old.kind == "library" and new.kind == "library" and len(old.libraries) == 1 and len(new.libraries) == 1:
+    single = len(old.libraries) == 1 and len(new.libraries) == 1
+    if not (old.kind == "library" and new.kind == "library" and single) and old.libraries and new.libraries:
+        unchecked.append(
+            "type-level changes (struct layout, parameter/return types, enumerators, vtable slot order) were "
+            "not checked: this tier reads symbol tables; compare two single libraries built with -g to add abidiff"
+        )
+    if old.kind == "library" and new.kind == "library" and single:
         from pathlib import Path
 
         from xcompat.abi.abigail import run_abidiff
@@ -253,6 +259,11 @@ def _diff_library(key: str, a: LibraryInterface, b: LibraryInterface, c: _Collec
             f"RPATH {':'.join(a.rpath) or '-'} -> {':'.join(b.rpath) or '-'}; "
             f"RUNPATH {':'.join(a.runpath) or '-'} -> {':'.join(b.runpath) or '-'}",
         )
+    old_abs = {p for p in a.rpath + a.runpath if p.startswith("/")}
+    for entry in sorted({p for p in b.rpath + b.runpath if p.startswith("/")} - old_abs):
+        c.add("rpath_absolute_added", key, None,
+              f"search path {entry} is absolute: a path of the build machine leaked into the wheel "
+              "(use $ORIGIN-relative paths)", new=entry)
     _diff_floors(key, a, b, c)
     _diff_abi3(key, a, b, c)
     _diff_cuda(key, a, b, c)

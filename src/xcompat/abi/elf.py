@@ -147,7 +147,11 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterfa
         )
     sections = [lay.shdr.unpack_from(buf, e_shoff + i * e_shentsize) for i in range(e_shnum)]
 
+    copied: dict[int, bytes] = {}  # .dynstr serves .dynamic, the version sections and .dynsym: copy it once
+
     def body(idx: int, what: str) -> bytes:
+        if idx in copied:
+            return copied[idx]
         if not 0 <= idx < len(sections):
             raise ElfError(f"{name}: {what} refers to section {idx}, but there are {len(sections)}")
         sh = sections[idx]
@@ -158,7 +162,8 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterfa
             raise ElfError(
                 f"{name}: section {idx} ({what}) at offset {off}+{sz} lies outside the {size}-byte file"
             )
-        return bytes(buf[off : off + sz])
+        copied[idx] = data = bytes(buf[off : off + sz])
+        return data
 
     by_type: dict[int, int] = {}
     for i, sh in enumerate(sections):

@@ -30,36 +30,51 @@ root, names = sys.argv[1], sys.argv[2:]
 sys.path.insert(0, root)
 api, errors = {}, []
 
-def public(obj):
-    name = obj.name
-    return not name.startswith("_") or (name.startswith("__") and name.endswith("__") and name == "__init__")
-
 def params(fn):
-    out = []
-    for p in fn.parameters:
-        out.append([p.name, str(p.kind.value), p.default is not None])
-    return out
+    return [[p.name, str(p.kind.value), p.default is not None] for p in fn.parameters]
+
+def is_public(member, parent):
+    flag = getattr(member, "is_public", None)  # griffe's own rules: __all__, underscores, re-exports
+    if flag is not None:
+        return bool(flag)
+    exports = getattr(parent, "exports", None)
+    if exports is not None and parent.is_module:
+        return member.name in exports
+    return not member.name.startswith("_")
 
 def walk(obj, depth=0):
     if depth > 12:
         return
     for name, member in list(obj.members.items()):
+        if member.is_alias:
+            try:
+                if not is_public(member, obj):
+                    continue
+            except Exception:
+                continue
+            # a public re-export: record what it points to, without walking into it
+            try:
+                target = member.final_target
+                entry = {"kind": target.kind.value}
+                if target.is_function:
+                    entry["params"] = params(target)
+            except Exception:  # unresolvable or cyclic alias (compiled modules): name only
+                entry = {"kind": "alias"}
+            api[member.path] = entry
+            continue
         try:
-            if member.is_alias:
+            if name != "__init__" and not is_public(member, obj):
                 continue
-            if name.startswith("_") and name != "__init__":
-                continue
-            if getattr(obj, "exports", None) is not None and obj.is_module and name not in obj.exports:
-                continue
-            kind = member.kind.value
-            entry = {"kind": kind}
+            if member.is_module and (name in ("tests", "test", "conftest") or name.startswith("test_")):
+                continue  # a shipped test suite is not API
+            entry = {"kind": member.kind.value}
             if member.is_function:
                 entry["params"] = params(member)
             api[member.path] = entry
             if member.is_class or member.is_module:
                 walk(member, depth + 1)
         except Exception as exc:  # one bad member must not hide the rest
-            errors.append(f"{obj.path}.{name}: {type(exc).__name__}: {exc}")
+            errors.append(f"{obj.path}.{name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
 
 for name in names:
     try:
@@ -174,6 +189,8 @@ def diff_python_api(old: dict[str, Any], new: dict[str, Any], add: Callable[...,
         add("python_api_added", path.split(".", 1)[0], path, f"new {new[path]['kind']} {path}")
     for path in sorted(old.keys() & new.keys()):
         a, b = old[path], new[path]
+        if "alias" in (a.get("kind"), b.get("kind")):
+            continue  # an unresolvable re-export: only its presence is known
         if a.get("kind") != b.get("kind"):
             add("python_signature_changed", path.split(".", 1)[0], path, f"{path} changed from {a['kind']} to {b['kind']}")
             continue

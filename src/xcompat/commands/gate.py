@@ -19,6 +19,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "diff whose required bump does not exceed the version bump since the last release tag, and "
         "coverage thresholds. Asking for no check at all is refused."
     )
+    parser.epilog = ("Exit codes: 0 release allowed, 1 refused (every reason is in --out), 2 unreadable input "
+                     "or bad usage, 4 git failed, 5 git missing. See docs/gate.md.")
     evidence = parser.add_argument_group("evidence")
     evidence.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                           help="plan written by `xcompat matrix plan --format json`")

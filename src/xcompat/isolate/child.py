@@ -22,7 +22,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,12 +165,14 @@ def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
         channel.send({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
 
 
-def run_forked_child(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
-    """Body of a forked test process. Never returns."""
+def run_forked_child(config: Any, assignment: Callable[[], Sequence[Any]], plan: ChildPlan) -> None:
+    """Body of a forked test process: set up, wait for ``assignment()``, run. Never returns."""
     code = 0
     try:
         prepare_process(plan, config)
-        run_items(config, items, plan)
+        items = assignment()
+        if items:
+            run_items(config, items, plan)
     except BaseException:  # noqa: BLE001 - report anything, then leave without running parent code
         try:
             import traceback

@@ -156,7 +156,9 @@ def measure_leaks(call: Callable[[], object], kinds: Sequence[str], policy: Leak
             py_heap, threshold=policy.host_threshold_bytes, min_growing_fraction=policy.min_growing_fraction
         )
         # Python objects that stay alive also raise RSS; whichever crossed the threshold counts.
-        where: Literal["python", "native"] = "python" if py_leaked or (leaked and py_growth * 2 >= growth) else "native"
+        where: Literal["python", "native"] = (
+            "python" if py_leaked or (leaked and py_growth * 2 >= growth) else "native"
+        )
         reports.append(
             LeakReport(
                 kind="host",

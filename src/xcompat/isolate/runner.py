@@ -76,6 +76,8 @@ class _Child:
     eof: bool = False
     status: int | None = None
     pidfd: int | None = None  # readable once the child exits (Linux >= 5.3)
+    ctrl_fd: int | None = None  # a spare's assignment pipe (write end)
+    released: bool = False  # every test reported done: its slot already runs the next one
 
 
 def record_from_reports(
@@ -162,6 +164,16 @@ class IsolatedRunner:
         self._parent = os.getpid()
         self._inprocess: dict[str, _Pending] = {}
         self._tmp = tempfile.mkdtemp(prefix="xcompat-test-")
+        self._spares: dict[int, _Child] = {}
+        self._released: list[int] = []
+        # Forking the next test's process while one runs hides the fork, but only pays off
+        # with cores to spare: on a busy 2-core runner it was measured slower.
+        self.prefork = (os.cpu_count() or 1) >= 4 * len(self.slots)
+        forced = os.environ.get("XCOMPAT_TEST_PREFORK")
+        if forced in ("0", "1"):
+            self.prefork = forced == "1"
+        self._items: list[Any] = []
+        self._positions: dict[int, int] = {}
 
     # -- recording ----------------------------------------------------------------
     def _store(self, record: TestRecord) -> None:
@@ -270,18 +282,25 @@ class IsolatedRunner:
                 groups.append([item])
         return groups
 
-    def _fork(self, config: Any, group: list[Any], slot_index: int) -> _Child:
+    def _fork_idle(self, config: Any, slot_index: int) -> _Child:
+        """Fork a test process for a slot; it prepares itself, then waits for its tests.
+
+        Forking (page tables of a process that holds torch) and the child's set-up take
+        most of the per-test cost; a spare forked while the previous test runs hides them.
+        """
         slot = self.slots[slot_index]
         fd, out_path = tempfile.mkstemp(prefix="out-", dir=self._tmp)
         os.close(fd)
         fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=self._tmp)
         os.close(fd)
         read_fd, write_fd = os.pipe()
+        ctrl_r, ctrl_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
+            os.close(ctrl_w)
             plan = ChildPlan(
                 write_fd=write_fd,
                 out_path=out_path,
@@ -291,24 +310,78 @@ class IsolatedRunner:
                 leak_kinds=self.leak_kinds,
                 leak_policy=self.leak_policy,
             )
-            run_forked_child(config, group, plan)  # never returns
+            run_forked_child(config, lambda: self._await_assignment(ctrl_r), plan)  # never returns
         os.close(write_fd)
+        os.close(ctrl_r)
         os.set_blocking(read_fd, False)
-        now = time.monotonic()
-        child = _Child(
+        return _Child(
             pid=pid,
             slot=slot_index,
-            items=group,
+            items=[],
             read_fd=read_fd,
             out_path=out_path,
             crash_path=crash_path,
-            spawned=now,
+            spawned=time.monotonic(),
             pidfd=_pidfd(pid),
+            ctrl_fd=ctrl_w,
         )
-        if self.timeout_s:
-            # Until the first test starts (fixtures of the group are set up inside the test).
-            child.deadline = now + self.timeout_s
-        return child
+
+    def _await_assignment(self, ctrl_r: int) -> list[Any]:
+        """In the child: block until the parent names the tests to run (empty: exit)."""
+        import json
+
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = os.read(ctrl_r, 1 << 16)
+            if not chunk:
+                return []
+            data += chunk
+        os.close(ctrl_r)
+        return [self._items[i] for i in json.loads(data)]
+
+    def _start(self, config: Any, group: list[Any], slot_index: int) -> _Child:
+        """A process running ``group``: the slot's spare when it has one, else a new fork."""
+        import json
+
+        message = (json.dumps([self._positions[id(item)] for item in group]) + "\n").encode()
+        for _attempt in range(2):
+            child = self._spares.pop(slot_index, None) or self._fork_idle(config, slot_index)
+            try:
+                os.write(child.ctrl_fd, message)  # type: ignore[arg-type]
+            except BrokenPipeError:  # the spare died while it waited: use a fresh one
+                self._discard(child)
+                continue
+            os.close(child.ctrl_fd)  # type: ignore[arg-type]
+            child.ctrl_fd = None
+            child.items = group
+            child.spawned = time.monotonic()
+            if self.timeout_s:
+                # Until the first test starts (fixtures of the group are set up inside the test).
+                child.deadline = child.spawned + self.timeout_s
+            return child
+        raise RuntimeError("could not start a test process")
+
+    def _prefork(self, config: Any, slot_index: int) -> None:
+        if slot_index not in self._spares:
+            self._spares[slot_index] = self._fork_idle(config, slot_index)
+
+    def _discard(self, child: _Child) -> None:
+        self._kill_group(child.pid)
+        try:
+            os.waitpid(child.pid, 0)
+        except ChildProcessError:
+            pass
+        for fd in (child.read_fd, child.ctrl_fd, child.pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        for path in (child.out_path, child.crash_path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     def _run_forked(self, session: Any) -> None:
         import gc
@@ -319,6 +392,8 @@ class IsolatedRunner:
         # copy-on-write the whole heap, tens of milliseconds per test.
         gc.collect()
         gc.freeze()
+        self._items = list(session.items)
+        self._positions = {id(item): i for i, item in enumerate(self._items)}
         pending = self._groups(session.items)
         free = deque(range(len(self.slots)))
         running: dict[int, _Child] = {}
@@ -326,11 +401,14 @@ class IsolatedRunner:
         try:
             while pending or running:
                 while pending and free:
-                    child = self._fork(config, pending.popleft(), free.popleft())
+                    slot_index = free.popleft()
+                    child = self._start(config, pending.popleft(), slot_index)
                     running[child.pid] = child
                     selector.register(child.read_fd, selectors.EVENT_READ, ("pipe", child))
                     if child.pidfd is not None:
                         selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
+                    if self.prefork and len(pending) > len(free):
+                        self._prefork(config, slot_index)
                 wait = POLL_S
                 now = time.monotonic()
                 for child in running.values():
@@ -339,7 +417,7 @@ class IsolatedRunner:
                             wait = min(wait, max(moment - now, 0.0))
                     if child.eof and child.pidfd is None:
                         wait = min(wait, 0.002)  # no pidfd: poll for the exit briefly
-                for key, _ in selector.select(timeout=wait):
+                for key, _ in selector.select(timeout=wait if not self._released else 0):
                     kind, child = key.data
                     if kind == "pipe":
                         self._drain(config, child)
@@ -362,14 +440,20 @@ class IsolatedRunner:
                         selector.unregister(child.pidfd)
                         os.close(child.pidfd)
                     del running[child.pid]
-                    free.append(child.slot)
+                    if not child.released:
+                        free.append(child.slot)
                     leftover = self._finish_child(config, child)
                     if leftover:
                         pending.appendleft(leftover)
+                free.extend(self._released)
+                self._released.clear()
                 if session.shouldstop or session.shouldfail:
                     break
         finally:
             gc.unfreeze()
+            for spare in self._spares.values():
+                self._discard(spare)
+            self._spares.clear()
             for child in running.values():
                 self._kill_group(child.pid)
                 try:
@@ -438,6 +522,10 @@ class IsolatedRunner:
             child.finished.add(nodeid)
             child.current = None
             child.deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
+            if not child.released and all(i.nodeid in child.finished for i in child.items):
+                # Only the process exit is left: let the slot start the next test meanwhile.
+                child.released = True
+                self._released.append(child.slot)
 
     def _watchdog(self, child: _Child, now: float) -> None:
         if child.status is not None:

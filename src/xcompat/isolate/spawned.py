@@ -28,7 +28,10 @@ class SpawnRunner(IsolatedRunner):
         self.args = args
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
-    def _fork(self, config: Any, group: list[Any], slot_index: int) -> _Child:
+    def _prefork(self, config: Any, slot_index: int) -> None:
+        """A fresh interpreter imports everything after it starts: nothing to prepare ahead."""
+
+    def _start(self, config: Any, group: list[Any], slot_index: int) -> _Child:
         slot = self.slots[slot_index]
         fd, out_path = tempfile.mkstemp(prefix="out-", dir=self._tmp)
         os.close(fd)

@@ -184,6 +184,9 @@ def test_snapshot_is_small_and_diffs_like_the_wheel(demo_wheels, wheel_diff, tmp
         (["abi", "diff", "{badwheel}", "{lib}"], r"not a readable wheel"),
         (["abi", "links", "{lib}", "--torch", "/nonexistent"], r"no such torch installation"),
         (["abi", "stable", "{junk}"], r"not an ELF shared object"),
+        (["abi", "snapshot", "{nometa}", "-o", "{out}"], r"no \*\.dist-info/METADATA member"),
+        (["abi", "diff", "{nometa}", "{lib}"], r"no \*\.dist-info/METADATA member"),
+        (["abi", "diff", "{badname}", "{lib}"], r"not a valid wheel file name"),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2(args, pattern, tmp_path, demo_libs):
@@ -193,12 +196,21 @@ def test_bad_input_is_one_clear_line_exit_2(args, pattern, tmp_path, demo_libs):
     bad.write_text("symbol_gone: major\n")
     badwheel = tmp_path / "broken-1.0-py3-none-any.whl"
     badwheel.write_bytes(b"PK\x03\x04 truncated")
-    fill = {"{junk}": str(junk), "{lib}": str(demo_libs["v1"]), "{badpolicy}": str(bad), "{badwheel}": str(badwheel)}
+    import zipfile
+
+    nometa = tmp_path / "nometa-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(nometa, "w") as zf:
+        zf.writestr("nometa/__init__.py", "")
+    badname = tmp_path / "not-a-wheel-name.whl"
+    badname.write_bytes(nometa.read_bytes())
+    fill = {"{junk}": str(junk), "{lib}": str(demo_libs["v1"]), "{badpolicy}": str(bad), "{badwheel}": str(badwheel),
+            "{nometa}": str(nometa), "{badname}": str(badname), "{out}": str(tmp_path / "snap.gz")}
+    before = sorted(p.name for p in tmp_path.iterdir())
     proc = run_cli(*[fill.get(a, a) for a in args], cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert re.search(pattern, proc.stderr), proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["junk.bin", "bad.yaml", "broken-1.0-py3-none-any.whl"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing half-written
 
 
 # -- torch: links and stable ABI ---------------------------------------------------------------

@@ -283,3 +283,24 @@ def test_run_steps_parse_as_bash(path: Path) -> None:
             proc = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True,
                                   check=False)
             assert proc.returncode == 0, f"{rel(path)} ({step.get('name') or step.get('id')}): {proc.stderr}"
+
+
+@pytest.mark.parametrize("snippet", [GITHUB_SNIPPET, GITLAB_SNIPPET], ids=rel)
+def test_readme_shows_the_linted_snippets_verbatim(snippet: Path) -> None:
+    readme = REPO_ROOT / "README.md"
+    assert f"```yaml\n{snippet.read_text()}```" in readme.read_text(), (
+        f"README.md must carry {rel(snippet)} verbatim: it is the copy that zizmor and the schemas check"
+    )
+
+
+def test_child_generator_refuses_a_cell_without_runner_tag(tmp_path: Path) -> None:
+    out = tmp_path / ".xcompat-out"
+    out.mkdir()
+    cell = {"XCOMPAT_CELL": "py3.12-linux-x86_64-cpu", "XCOMPAT_RUNNER_TAG": ""}
+    (out / "plan-gitlab.json").write_text(json.dumps({"version": 1, "parallel": {"matrix": [cell]}}))
+    generator = next(item for item in _plan_job_script(GITLAB_COMPONENT.read_text()) if "child.yml" in item)
+    proc = subprocess.run(["bash", "-ec", generator], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{BIN}:/usr/bin:/bin"}, check=False)
+    assert proc.returncode != 0
+    assert "cells without a runner label: py3.12-linux-x86_64-cpu" in proc.stderr
+    assert not (out / "child.yml").exists()

@@ -153,6 +153,10 @@ def test_junit_names_carry_the_cell_id(per_test_run) -> None:
     assert suite.get("errors") == "5" and suite.get("failures") == "4"
 
 
+# Both run with a spare process forked ahead (the default only on machines with cores to spare).
+PREFORK_ENV = {**CRASHY_ENV, "XCOMPAT_TEST_PREFORK": "1"}
+
+
 def test_file_isolation_continues_after_a_crash(tmp_path: Path) -> None:
     suite = crashy_suite_copy(tmp_path)
     proc, doc = run_xcompat_test(
@@ -170,7 +174,7 @@ def test_file_isolation_continues_after_a_crash(tmp_path: Path) -> None:
             "healthy or segfault or abort or os_exit",
         ],
         json_out=tmp_path / "r.json",
-        env=CRASHY_ENV,
+        env=PREFORK_ENV,
     )
     assert doc is not None, proc.stderr[-3000:]
     outcomes = {name: t["outcome"] for name, t in by_name(doc).items()}
@@ -193,7 +197,7 @@ def test_healthy_tests_exit_zero_in_parallel_workers(tmp_path: Path) -> None:
         tmp_path,
         [str(suite), "--devices", "2", "--", *LEAN_PYTEST, "-k", "healthy or torch or xfails or skipped"],
         json_out=tmp_path / "r.json",
-        env=CRASHY_ENV,
+        env=PREFORK_ENV,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["devices"] == ["cpu", "cpu"] and doc["status"] == "passed"

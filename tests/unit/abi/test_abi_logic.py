@@ -448,3 +448,41 @@ def test_matrix_shaped_policy_bumps_and_gate():
     assert [f.kind for f in d.gating] == ["symbol_added"]
     with pytest.raises(PolicyError, match="'gate' names unknown finding kind"):
         make_policy({"gate": ["nope"]})
+
+
+def test_unresolved_alias_is_compared_by_presence_only():
+    old = manifest(python_api={"m": {"kind": "module"}, "m.f": {"kind": "alias"}, "m.g": {"kind": "alias"}})
+    new = manifest(python_api={"m": {"kind": "module"}, "m.f": {"kind": "function", "params": []}})
+    d = diff_manifests(old, new)
+    assert [(f.kind, f.symbol) for f in d.findings] == [("python_api_removed", "m.g")]
+
+
+def test_macos_wheels_read_through_the_wheel_reader(tmp_path):
+    from tests.helpers.abi import make_wheel
+    from xcompat.abi import diff_paths
+
+    old = make_wheel(tmp_path / "a", version="1.0.0", tag="cp311-cp311-macosx_11_0_arm64",
+                     files={"demo/libdemo.dylib": _macho(minos=(11, 0))})
+    new = make_wheel(tmp_path / "b", version="1.0.1", tag="cp311-cp311-macosx_14_0_arm64",
+                     files={"demo/libdemo.dylib": _macho(minos=(14, 0), symbols=(("_exported_fn", 0x0F, 1),))})
+    doc = diff_paths(old, new, python_api="off", torch_ops="off", against_version=True).to_dict()
+    validate("abi-diff", doc)
+    got = sorted((f["kind"], f["library"]) for f in doc["findings"])
+    assert got == [("macos_target_raised", "(wheel)"), ("macos_target_raised", "demo/libdemo.dylib")]
+    assert doc["old"]["exported_symbols"] == 1 and doc["actual_bump"] == "patch" and doc["status"] == "failed"
+
+
+def test_leaked_absolute_rpath_is_reported_without_gating():
+    a = lib(runpath=("$ORIGIN",))
+    b = lib(runpath=("$ORIGIN",), rpath=("/__w/_temp/conda_environment_1/lib",))
+    d = diff_manifests(manifest({"l": a}), manifest({"l": b}))
+    kinds = sorted(f.kind for f in d.findings)
+    assert kinds == ["rpath_absolute_added", "rpath_changed"]
+    assert d.status == "passed" and d.required_bump == "none"
+
+
+def test_schema_lists_exactly_the_rule_kinds():
+    from xcompat.jsonio import load_schema
+
+    enum = load_schema("abi-diff")["properties"]["findings"]["items"]["properties"]["kind"]["enum"]
+    assert sorted(enum) == sorted(default_rules())
