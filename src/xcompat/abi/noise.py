@@ -85,8 +85,8 @@ def is_grafted(key: str) -> bool:
 def _class_data_of_plain_class(base: str) -> bool:
     """Vtables and typeinfo are always weak in GCC output, even for a class with a key
     function; those of a non-template class are part of the library's interface."""
-    if not base.startswith(("_ZTV", "_ZTI", "_ZTS")):
-        return False
+    if not base.startswith(("_ZTV", "_ZTI", "_ZTS")) or base[4:5] not in set("0123456789N"):
+        return False  # typeinfo of function, pointer or builtin types is vague linkage too
     from xcompat.abi.demangle import demangle
 
     return "<" not in demangle(base)

@@ -78,7 +78,10 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
                 f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore' and 'gate'"
             )
         # 'bumps' / 'gate' / 'baseline' is the shape of the test matrix's abi: section
-        table = dict(overrides.get("bumps") or {}) | dict(overrides.get("rules") or {})
+        bumps, explicit = overrides.get("bumps") or {}, overrides.get("rules") or {}
+        if not isinstance(bumps, Mapping) or not isinstance(explicit, Mapping):
+            raise PolicyError(f"{source}: 'rules' / 'bumps' must be a mapping of finding kind to bump")
+        table: Mapping[str, Any] = {**bumps, **explicit}
         raw_gate = overrides.get("gate")
         if raw_gate is not None:
             if not isinstance(raw_gate, (list, tuple, set, frozenset)) or not all(isinstance(k, str) for k in raw_gate):

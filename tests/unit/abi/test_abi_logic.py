@@ -459,6 +459,7 @@ def test_unresolved_alias_is_compared_by_presence_only():
 
 def test_macos_wheels_read_through_the_wheel_reader(tmp_path):
     from tests.helpers.abi import make_wheel
+
     from xcompat.abi import diff_paths
 
     old = make_wheel(tmp_path / "a", version="1.0.0", tag="cp311-cp311-macosx_11_0_arm64",
@@ -486,3 +487,21 @@ def test_schema_lists_exactly_the_rule_kinds():
 
     enum = load_schema("abi-diff")["properties"]["findings"]["items"]["properties"]["kind"]["enum"]
     assert sorted(enum) == sorted(default_rules())
+
+
+@pytest.mark.parametrize("bad", [{"bumps": ["symbol_added"]}, {"rules": "major"}, {"ignore": "x*"}, {"gate": "symbol_added"},
+                                 {"rules": {}, "extra": 1}])
+def test_malformed_structured_policies_are_refused(bad):
+    with pytest.raises(PolicyError):
+        make_policy(bad)
+
+
+@pytest.mark.parametrize(
+    ("name", "noise_reason"),
+    [("_ZTV5Shape", None), ("_ZTIN3c1013GeneratorImplE", None),
+     ("_ZTIFN2at6TensorERKS0_S2_dE", "vague-linkage"),  # typeinfo of a function type
+     ("_ZTVN3c104impl6detail31WrapFunctionIntoRuntimeFunctor_IPFvvEvNS_4guts8typelist8typelistIJEEEEE", "vague-linkage"),
+     ("_ZN3c104impl13some_inline_fnEv", "vague-linkage")],
+)
+def test_weak_symbols_vague_linkage_rules(name, noise_reason):
+    assert classify(name, lib(), extension=False, weak=True) == noise_reason

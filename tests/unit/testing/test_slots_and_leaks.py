@@ -6,7 +6,7 @@ import pytest
 
 from xcompat.errors import UsageError
 from xcompat.isolate.devices import cpu_slots, parse_visible_list, plan_slots
-from xcompat.isolate.leaks import LeakPolicy, classify_growth, measure_leaks
+from xcompat.isolate.leaks import LeakPolicy, classify_growth, from_marker, measure_leaks
 from xcompat.isolate.session import choose_start_method, resolve_slots
 
 
@@ -94,3 +94,24 @@ def test_measure_leaks_sees_python_heap_growth() -> None:
     assert len(kept) == 5
     (clean,) = measure_leaks(lambda: bytes(512 * 1024), ["host"], policy)
     assert not clean.leaked
+
+
+def test_device_leak_check_never_initialises_a_device() -> None:
+    torch = pytest.importorskip("torch")
+    policy = LeakPolicy(repeats=2, warmups=1)
+    # The call uses CPU tensors only: there is no device figure to report, and asking for
+    # one must not initialise CUDA (that would break every later fork).
+    assert measure_leaks(lambda: torch.ones(4) + 1, ["device"], policy) == []
+    assert not torch.cuda.is_initialized()
+
+
+def test_check_leaks_marker_arguments() -> None:
+    base = LeakPolicy()
+    assert from_marker(pytest.mark.check_leaks.mark, (), base) == (("host",), base)
+    kinds, policy = from_marker(
+        pytest.mark.check_leaks("host,device", repeats=9, threshold=4096).mark, ("host",), base
+    )
+    assert kinds == ("host", "device") and policy.repeats == 9 and policy.host_threshold_bytes == 4096
+    for bad in (pytest.mark.check_leaks("disk").mark, pytest.mark.check_leaks(repeat=3).mark):
+        with pytest.raises(ValueError, match="check_leaks: expected kinds"):
+            from_marker(bad, (), base)
