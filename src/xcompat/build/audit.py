@@ -1,0 +1,369 @@
+"""Auditing built wheels: hashes and tags, the platform policy a Linux wheel satisfies
+and the symbols that set it, external libraries, and the abi3 audit of Limited-API modules.
+
+``auditwheel show --json`` (auditwheel >= 6.2) is the source of the policy and external
+libraries; older auditwheel releases only print text, which is parsed instead (the
+record says which). The symbols that set the policy are read from the ELF files
+themselves with pyelftools, because auditwheel reports only version names, not symbols.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import struct
+import tempfile
+import zipfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+from typing import Any
+
+from xcompat.build.tools import run_tool
+
+# Version-need prefixes of the system libraries a manylinux policy constrains.
+_POLICY_PREFIXES = ("GLIBC_", "GLIBCXX_", "CXXABI_", "GCC_")
+# At most this many symbol names are listed per policy-setting version.
+MAX_POLICY_SYMBOLS = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionedImport:
+    file: str  # path inside the wheel
+    library: str  # libc.so.6
+    version: str  # GLIBC_2.34
+    symbol: str
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def wheel_tags(path: Path) -> dict[str, Any]:
+    """Name, version and the expanded ``interpreter-abi-platform`` tags of a wheel file name."""
+    from packaging.utils import parse_wheel_filename
+
+    name, version, _build, tags = parse_wheel_filename(path.name)
+    return {
+        "name": str(name),
+        "version": str(version),
+        "tags": sorted(str(t) for t in tags),
+        "abi3": any(t.abi == "abi3" for t in tags),
+        "pure": all(t.platform == "any" for t in tags),
+    }
+
+
+def wheel_metadata(path: Path) -> dict[str, str]:
+    with zipfile.ZipFile(path) as zf:
+        meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+        if meta is None:
+            return {}
+        message = Parser().parsestr(zf.read(meta).decode("utf-8", "replace"))
+    return {k: str(v) for k, v in message.items()}
+
+
+def native_members(path: Path) -> list[str]:
+    """Paths inside the wheel of its shared objects (.so, .dylib, .pyd, .dll)."""
+    suffixes = (".so", ".dylib", ".pyd", ".dll")
+    with zipfile.ZipFile(path) as zf:
+        return sorted(
+            n for n in zf.namelist() if n.endswith(suffixes) or re.search(r"\.so\.\d", n) is not None
+        )
+
+
+# -- auditwheel show ----------------------------------------------------------------
+
+
+def auditwheel_show(wheel: Path, *, env: Mapping[str, str], json_output: bool | None = None) -> dict[str, Any]:
+    """``auditwheel show`` of ``wheel`` as a dict with ``source`` saying how it was read.
+
+    ``json_output=None`` tries ``--json`` first and falls back to the text report when this
+    auditwheel does not know the option (one process in the common case, not a probe first).
+    """
+    if json_output is not False:
+        run = run_tool(["auditwheel", "show", "--json", str(wheel)], what="auditwheel show", env=env, capture=True,
+                       check=json_output is True)
+        if run.returncode == 0:
+            data = json.loads(run.stdout)
+            return {
+                "source": "auditwheel-json",
+                "overall_tag": data.get("overall_tag"),
+                "sym_tag": data.get("sym_tag"),
+                "versioned_symbols": {k: sorted(v) for k, v in (data.get("versioned_symbols") or {}).items()},
+                "external_libs": sorted((data.get("external_libs") or {}).keys()),
+            }
+    run = run_tool(["auditwheel", "show", str(wheel)], what="auditwheel show", env=env, capture=True)
+    return parse_auditwheel_text(run.stdout)
+
+
+def parse_auditwheel_text(text: str) -> dict[str, Any]:
+    """Read the text report of ``auditwheel show`` (releases without ``--json``).
+
+    The text wraps at 72 columns; lines are joined before matching.
+    """
+    flat = " ".join(text.split())
+    overall = re.search(r'consistent with the following platform tag: "([^"]+)"', flat)
+    sym = re.search(r'constrains the platform tag to "([^"]+)"', flat)
+    versioned: dict[str, list[str]] = {}
+    for lib, versions in re.findall(r"(\S+?\.so[.\d]*) with versions \{([^}]*)\}", flat):
+        versioned[lib] = sorted(v.strip(" '\"") for v in versions.split(",") if v.strip(" '\""))
+    external: list[str] = []
+    ext = re.search(r"following external shared librar(?:y|ies)[^:]*:(.*?)(?:\. |$)", flat)
+    if ext:
+        external = sorted(set(re.findall(r"([\w.+-]+\.so[.\d]*)", ext.group(1))))
+    if overall is None:
+        raise ValueError("unrecognised auditwheel show output (no platform tag line)")
+    return {
+        "source": "auditwheel-text",
+        "overall_tag": overall.group(1),
+        "sym_tag": sym.group(1) if sym else overall.group(1),
+        "versioned_symbols": versioned,
+        "external_libs": external,
+    }
+
+
+# -- ELF: which symbols need which versions ----------------------------------------------
+
+
+def iter_versioned_imports(name: str, data: bytes) -> Iterator[VersionedImport]:
+    """Undefined dynamic symbols of an ELF file with the version they require."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
+    from elftools.elf.sections import SymbolTableSection
+
+    try:
+        elf = ELFFile(io.BytesIO(data))
+    except ELFError:
+        return
+    need: dict[int, tuple[str, str]] = {}
+    versym = None
+    for section in elf.iter_sections():
+        if isinstance(section, GNUVerNeedSection):
+            for verneed, auxes in section.iter_versions():
+                for aux in auxes:
+                    need[aux["vna_other"]] = (str(verneed.name), str(aux.name))
+        elif isinstance(section, GNUVerSymSection):
+            versym = section
+    dynsym = elf.get_section_by_name(".dynsym")
+    if not isinstance(dynsym, SymbolTableSection) or versym is None:
+        return
+    for index, symbol in enumerate(dynsym.iter_symbols()):
+        if symbol["st_shndx"] != "SHN_UNDEF" or not symbol.name:
+            continue
+        ndx = versym.get_symbol(index)["ndx"]
+        if isinstance(ndx, int) and ndx in need:
+            library, version = need[ndx]
+            yield VersionedImport(file=name, library=library, version=version, symbol=symbol.name)
+
+
+def _version_key(version: str) -> tuple[str, tuple[int, ...]]:
+    prefix, _, number = version.partition("_")
+    parts = tuple(int(p) for p in re.findall(r"\d+", number))
+    return prefix, parts
+
+
+def policy_symbols(wheel: Path, sym_tag: str | None) -> list[dict[str, Any]]:
+    """The imports that set a wheel's policy: those needing the newest glibc version, or when
+    glibc does not decide the tag, the newest version of each other system library."""
+    imports: list[VersionedImport] = []
+    with zipfile.ZipFile(wheel) as zf:
+        for member in native_members(wheel):
+            imports.extend(iter_versioned_imports(member, zf.read(member)))
+    relevant = [i for i in imports if i.version.startswith(_POLICY_PREFIXES)]
+    if not relevant:
+        return []
+    glibc_needed: tuple[int, ...] | None = None
+    if sym_tag:
+        match = re.match(r"(?:many|musl)linux_(\d+)_(\d+)_", sym_tag)
+        if match:
+            glibc_needed = (int(match.group(1)), int(match.group(2)))
+    newest: dict[str, str] = {}
+    for imp in relevant:
+        prefix = _version_key(imp.version)[0]
+        if prefix not in newest or _version_key(imp.version) > _version_key(newest[prefix]):
+            newest[prefix] = imp.version
+    chosen: set[str]
+    glibc = newest.get("GLIBC")
+    if glibc is not None and glibc_needed is not None and _version_key(glibc)[1][:2] == glibc_needed:
+        chosen = {glibc}
+    else:
+        chosen = set(newest.values())
+    out: list[dict[str, Any]] = []
+    for version in sorted(chosen, key=_version_key):
+        hits = sorted({(i.symbol, i.file, i.library) for i in relevant if i.version == version})
+        out.append({
+            "version": version,
+            "library": hits[0][2],
+            "symbols": [{"name": s, "file": f} for s, f, _ in hits[:MAX_POLICY_SYMBOLS]],
+            "more": max(0, len(hits) - MAX_POLICY_SYMBOLS),
+        })
+    return out
+
+
+# -- abi3audit ---------------------------------------------------------------------
+
+
+def lowest_python(requires_python: str | None) -> str | None:
+    """The lowest CPython 3.x minor release allowed by a ``Requires-Python`` specifier."""
+    if not requires_python:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return None
+    for minor in range(2, 40):
+        if spec.contains(f"3.{minor}.99", prereleases=True) or spec.contains(f"3.{minor}", prereleases=True):
+            return f"3.{minor}"
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Abi3Audit:
+    status: str  # passed | failed | error
+    baseline: str | None
+    scope: str  # wheel | modules
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": "abi3audit",
+            "status": self.status,
+            "baseline": self.baseline,
+            "scope": self.scope,
+            "objects": self.objects,
+            "errors": self.errors,
+        }
+
+
+def _abi3_objects(report: dict[str, Any]) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = []
+    for spec in (report.get("specs") or {}).values():
+        entries = spec.get("wheel") if spec.get("kind") == "wheel" else [spec.get("object")]
+        for entry in entries or []:
+            if not entry:
+                continue
+            result = entry.get("result") or {}
+            objects.append({
+                "name": entry.get("name"),
+                "is_abi3": bool(result.get("is_abi3")),
+                "baseline": result.get("baseline"),
+                "computed": result.get("computed"),
+                "compatible": bool(result.get("is_abi3_baseline_compatible")),
+                "non_abi3_symbols": sorted(result.get("non_abi3_symbols") or []),
+                "future_abi3_objects": dict(result.get("future_abi3_objects") or {}),
+            })
+    return objects
+
+
+def abi3_audit(wheel: Path, *, env: Mapping[str, str]) -> Abi3Audit | None:
+    """Run abi3audit on an abi3 wheel, or on the ``*.abi3.so`` modules of any other wheel.
+
+    For a wheel not tagged abi3 the baseline is the lowest Python its ``Requires-Python``
+    allows: every abi3 module in it must load there. Returns None when there is nothing
+    to audit.
+    """
+    info = wheel_tags(wheel)
+    errors: list[str] = []
+    if info["abi3"]:
+        run = run_tool(["abi3audit", "--report", str(wheel)], what="abi3audit", env=env, capture=True, check=False)
+        scope, baseline = "wheel", None
+    else:
+        modules = [m for m in native_members(wheel) if ".abi3." in Path(m).name]
+        if not modules:
+            return None
+        baseline = lowest_python(wheel_metadata(wheel).get("Requires-Python")) or "3.2"
+        with tempfile.TemporaryDirectory(prefix="xcompat-abi3-") as tmp:
+            paths = []
+            with zipfile.ZipFile(wheel) as zf:
+                for member in modules:
+                    target = Path(tmp) / member
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(zf.read(member))
+                    paths.append(str(target))
+            argv = ["abi3audit", "--report", "--assume-minimum-abi3", baseline, *paths]
+            run = run_tool(argv, what="abi3audit", env=env, capture=True, check=False)
+        scope = "modules"
+    try:
+        report = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return Abi3Audit(status="error", baseline=baseline, scope=scope, errors=[run.stdout.strip()[:500]])
+    objects = _abi3_objects(report)
+    for obj in objects:
+        if obj["name"] and "/" in obj["name"]:
+            obj["name"] = Path(obj["name"]).name
+    if scope == "wheel":
+        baseline = next((o["baseline"] for o in objects if o["baseline"]), None)
+    failed = any(not o["is_abi3"] or not o["compatible"] for o in objects)
+    return Abi3Audit(status="failed" if failed else "passed", baseline=baseline, scope=scope, objects=objects,
+                     errors=errors)
+
+
+# -- CUDA fat binaries ---------------------------------------------------------------
+
+_FATBIN_MAGIC = 0xBA55ED50
+_FATBIN_KINDS = {1: "compute", 2: "sm"}  # 1: PTX, 2: ELF cubin
+
+
+def fatbin_archs(data: bytes) -> list[str]:
+    """GPU code embedded in an ELF file's ``.nv_fatbin`` section: ``sm_80`` (cubin) and
+    ``compute_90`` (PTX) entries.
+
+    Read by hand because cuobjdump is not part of every toolkit install and no Python
+    library reads fat binaries. Layout: a 16-byte header (magic, version, header size,
+    size of the entries) followed by entries whose header holds kind (u16 at 0), header
+    size (u32 at 4), padded payload size (u32 at 8) and SM version (u32 at 28).
+    """
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        elf = ELFFile(io.BytesIO(data))
+    except ELFError:
+        return []
+    section = elf.get_section_by_name(".nv_fatbin")
+    if section is None:
+        return []
+    blob = section.data()
+    found: dict[str, None] = {}
+    offset = 0
+    while offset + 16 <= len(blob):
+        magic, _version, header_size, size = struct.unpack_from("<IHHQ", blob, offset)
+        if magic != _FATBIN_MAGIC or header_size < 16:
+            break
+        pos, end = offset + header_size, min(offset + header_size + size, len(blob))
+        while pos + 32 <= end:
+            kind, _v, entry_header, padded = struct.unpack_from("<HHII", blob, pos)
+            sm = struct.unpack_from("<I", blob, pos + 28)[0]
+            if entry_header == 0:
+                break
+            if kind in _FATBIN_KINDS:
+                found[f"{_FATBIN_KINDS[kind]}_{sm}"] = None
+            pos += entry_header + padded
+        offset = end
+        # Sections are padded to 8 bytes between fat binaries.
+        while offset < len(blob) and offset % 8:
+            offset += 1
+    return sorted(found, key=lambda a: (int(a.split("_")[1]), a))
+
+
+def wheel_gpu_code(wheel: Path) -> dict[str, list[str]]:
+    """Per shared object of the wheel, the CUDA archs it carries code for (objects without
+    device code are left out)."""
+    out: dict[str, list[str]] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for member in native_members(wheel):
+            archs = fatbin_archs(zf.read(member))
+            if archs:
+                out[member] = archs
+    return out
