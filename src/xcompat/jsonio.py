@@ -40,16 +40,25 @@ def validate(name: str, document: Any, *, source: str | None = None) -> None:
     )
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temp file + rename in the same folder)."""
+def atomic_write_bytes(path: str | Path, data: bytes, *, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename in the same folder).
+
+    The file keeps the permission bits of the file it replaces, else gets ``mode``
+    (default 0o644). Bytes are written as they are: no newline translation.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        try:
+            bits = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            bits = 0o644 if mode is None else mode
+        os.chmod(tmp, bits)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -58,6 +67,11 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
             pass
         raise
     return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically (see ``atomic_write_bytes``)."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def dump_json(document: Any) -> str:

@@ -13,12 +13,11 @@ list of ``[name, kind, has_default]`` with kind one of ``positional-only``,
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from xcompat.abi.isolated import run_isolated_script
 
 TIMEOUT_S = 180
 
@@ -93,19 +92,8 @@ def extract_python_api(root: Path, top_names: list[str], *, python: str | None =
     """Run griffe on ``top_names`` found under ``root``; return (api, problems)."""
     if not top_names:
         return {}, []
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    try:
-        proc = subprocess.run(
-            [python or sys.executable, "-I", "-c", _SCRIPT, str(root), *top_names],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            env=env,
-            cwd=root,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    proc = run_isolated_script(_SCRIPT, root, top_names, python=python, timeout=TIMEOUT_S)
+    if proc is None:
         return None, [f"Python API: griffe did not finish within {TIMEOUT_S} s; not compared"]
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

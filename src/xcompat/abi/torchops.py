@@ -10,11 +10,10 @@ wheel's modules in a fresh interpreter and listing the operator names that appea
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from xcompat.abi.isolated import run_isolated_script
 
 TIMEOUT_S = 180
 
@@ -73,19 +72,8 @@ def uses_torch(requires_dist, libraries) -> bool:
 
 
 def extract_torch_ops(root: Path, top_names: list[str], *, python: str | None = None) -> tuple[dict[str, str] | None, list[str]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    try:
-        proc = subprocess.run(
-            [python or sys.executable, "-I", "-c", _SCRIPT, str(root), *top_names],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            env=env,
-            cwd=root,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    proc = run_isolated_script(_SCRIPT, root, top_names, python=python, timeout=TIMEOUT_S)
+    if proc is None:
         return None, [f"torch operators: importing the wheel took more than {TIMEOUT_S} s; not compared"]
     if proc.returncode != 0:
         if "No module named 'torch'" in proc.stderr:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
+from xcompat.jsonio import atomic_write_bytes
 from xcompat.matrix import load_matrix, read_matrix_bytes
 from xcompat.signing import ssh_keygen
 from xcompat.signing.keys import PublicKey, parse_public_key_line, refusal_for_key_type
@@ -70,23 +70,7 @@ def set_serial(data: bytes, serial: int, *, source: str | None = None) -> bytes:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Byte-exact atomic write (no newline translation: the signature covers these bytes)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, data)
 
 
 def signing_public_key(key: Path, *, allow_private: bool = True) -> PublicKey | None:
