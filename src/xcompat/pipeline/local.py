@@ -157,7 +157,11 @@ class LocalPipeline:
             child.wait()
 
     # -- the run ------------------------------------------------------------------
-    def execute(self, stages: Sequence[tuple[str, Callable[[], StageResult]]]) -> list[StageResult]:
+    def execute(
+        self,
+        stages: Sequence[tuple[str, Callable[[], StageResult]]],
+        current_cell: Callable[[], str | None] = lambda: None,
+    ) -> list[StageResult]:
         if self.stage_dir.exists():
             shutil.rmtree(self.stage_dir)
         self.stage_dir.mkdir(parents=True)
@@ -165,7 +169,7 @@ class LocalPipeline:
         try:
             with progress:
                 for name, fn in stages:
-                    progress.start(name)
+                    progress.start(name, current_cell() or "")
                     result = fn()
                     result.name = name
                     if not result.elapsed:

@@ -307,7 +307,7 @@ def run_pipeline(config: RunConfig) -> int:
         ("coverage", stages.coverage),
         ("report", stages.report),
     ]
-    results = pipe.execute(sequence)
+    results = pipe.execute(sequence, current_cell=lambda: stages.cell_id)
     elapsed = time.monotonic() - start
     summary = {
         "version": RUN_VERSION,
