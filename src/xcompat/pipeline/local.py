@@ -172,10 +172,8 @@ class LocalPipeline:
                     progress.start(name, current_cell() or "")
                     result = fn()
                     result.name = name
-                    if not result.elapsed:
-                        result.elapsed = progress.finish(name, result.status, result.detail)
-                    else:
-                        progress.finish(name, result.status, result.detail)
+                    # the whole stage's time, whatever sub-steps it ran
+                    result.elapsed = progress.finish(name, result.status, result.detail)
                     self.results.append(result)
         except KeyboardInterrupt:
             self._kill_child()
