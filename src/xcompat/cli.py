@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"xcompat: this command is not available in this installation ({exc.name})", file=sys.stderr)
         return 5
     args = parser.parse_args(argv)
-    log = configure(verbosity=args.verbose)
+    configure(verbosity=args.verbose)
     module = getattr(args, "_module", None)
     if module is None:
         parser.print_help()

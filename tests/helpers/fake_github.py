@@ -83,9 +83,7 @@ class Contract:
                 out[key] = {k: self.to_jsonschema(v, stack) for k, v in value.items()}
             elif key in ("items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"):
                 out[key] = self.to_jsonschema(value, stack)
-            elif key in ("example", "examples", "description", "nullable", "readOnly", "writeOnly", "deprecated", "discriminator", "externalDocs", "xml"):
-                continue
-            elif key.startswith("x-"):
+            elif key in ("example", "examples", "description", "nullable", "readOnly", "writeOnly", "deprecated", "discriminator", "externalDocs", "xml") or key.startswith("x-"):
                 continue
             else:
                 out[key] = value
@@ -387,7 +385,7 @@ def _handler(fake: Any) -> type[BaseHTTPRequestHandler]:
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler

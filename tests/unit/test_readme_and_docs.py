@@ -29,7 +29,7 @@ def test_every_relative_link_resolves():
 
 
 def test_exit_code_table_matches_the_exception_tree():
-    documented = {int(c) for c in re.findall(r"^\| (\d+) \|", README, flags=re.M)}
+    documented = {int(c) for c in re.findall(r"^\| (\d+) \|", README, flags=re.MULTILINE)}
     owned = {cls.exit_code for cls in vars(errors).values()
              if isinstance(cls, type) and issubclass(cls, errors.XcompatError)}
     assert owned | {0} == documented

@@ -29,7 +29,6 @@ from typing import Any
 
 from xcompat.errors import InputError
 from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
-from xcompat.log import get_logger
 from xcompat.report.channels import Limits, load_limits
 from xcompat.report.model import Report
 from xcompat.report.render import marker, render
@@ -290,9 +289,9 @@ class GitHubPublisher:
             if exc.status is None or exc.status < 500:
                 raise
             # A 5xx on create may still have created the comment: look again before retrying once.
-            existing = self.find_comment(pr_number, key)
-            if existing is not None:
-                return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=existing.get("html_url"))
+            found = self.find_comment(pr_number, key)
+            if found is not None:
+                return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=found.get("html_url"))
             created = self.http.json("POST", f"{self.repo_path}/issues/{pr_number}/comments", json={"body": body})
         return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=created.get("html_url"))
 

@@ -90,7 +90,7 @@ class Stages:
         system, arch = machine_platform()
         backends = available_backends()
         full = p.path("plan.full.json")
-        argv = ["matrix", "plan", self.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
+        argv: list[str | os.PathLike[str]] = ["matrix", "plan", self.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
                 "--python", python_tag(), "-o", full]
         for b in backends:
             argv += ["--backend", b]
@@ -152,7 +152,7 @@ class Stages:
     # 4. device probe
     def probe(self) -> StageResult:
         p = self.pipe
-        argv = ["probe", "-o", p.path("probe.json")]
+        argv: list[str | os.PathLike[str]] = ["probe", "-o", p.path("probe.json")]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
         if self.wheels:
@@ -162,7 +162,7 @@ class Stages:
     # 5. conformance kernels, through the fallback chain
     def kernels(self) -> StageResult:
         p = self.pipe
-        argv = ["kernels", "run", "--backend", self.cfg.backend, "--json", p.path("kernels.json")]
+        argv: list[str | os.PathLike[str]] = ["kernels", "run", "--backend", self.cfg.backend, "--json", p.path("kernels.json")]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
             backend = next((c["backend"] for c in self.cells if c["id"] == self.cell_id), None)
@@ -197,7 +197,7 @@ class Stages:
         tests = self.cfg.project / "tests"
         if not tests.is_dir():
             return StageResult(name="test", status="skipped", detail=f"{tests} does not exist")
-        argv = ["test", tests, "--isolate", self.cfg.isolate, "--json", p.path("test.json"),
+        argv: list[str | os.PathLike[str]] = ["test", tests, "--isolate", self.cfg.isolate, "--json", p.path("test.json"),
                 "--junit", p.path("junit.xml"), "--timeout", str(self.cfg.timeout)]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
@@ -212,7 +212,7 @@ class Stages:
             return StageResult(name="abi", status="skipped", detail="no baseline to diff against")
         if not self.wheels:
             return StageResult(name="abi", status="skipped", detail="no wheel to diff (the build failed)")
-        argv = ["abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),
+        argv: list[str | os.PathLike[str]] = ["abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),
                 "--against-version"]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]

@@ -280,7 +280,7 @@ def _abi_findings(result: StageResult) -> list[AbiFinding]:
                 library=_text(item.get("library")),
                 symbol=_text(item.get("symbol")),
                 demangled=_text(item.get("demangled")),
-                required_bump=bump if isinstance(bump, str) and bump in BUMP_ORDER else "none",
+                required_bump=bump if isinstance(bump, str) and bump in BUMP_ORDER else "none",  # type: ignore[arg-type]
                 message=" ".join((_text(item.get("message")) or _text(item.get("detail"))).split())[:500],
                 file=file if file and not file.startswith("/") else None,
                 line=line,

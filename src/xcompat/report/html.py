@@ -88,10 +88,10 @@ def render_html(report: Report) -> str:
         out.append(f"<h2>ABI: required bump {e(abi.required_bump)}</h2><p>{_status(abi.status)} {e(abi.summary)}</p>")
         if abi.findings:
             out.append("<table><tr><th>Bump</th><th>Kind</th><th>Library</th><th>Symbol</th><th>Detail</th></tr>")
-            for f in abi.findings:
+            for finding in abi.findings:
                 out.append(
-                    f"<tr><td>{e(f.required_bump)}</td><td>{e(f.kind)}</td><td>{e(f.library)}</td>"
-                    f"<td><code>{e(f.display_symbol)}</code></td><td>{e(f.message)}</td></tr>"
+                    f"<tr><td>{e(finding.required_bump)}</td><td>{e(finding.kind)}</td><td>{e(finding.library)}</td>"
+                    f"<td><code>{e(finding.display_symbol)}</code></td><td>{e(finding.message)}</td></tr>"
                 )
             out.append("</table>")
     if report.coverage is not None:
@@ -106,9 +106,9 @@ def render_html(report: Report) -> str:
             if not items:
                 continue
             out.append(f"<h3>{caption}</h3><table><tr><th>File</th><th>Coverage</th><th>Uncovered lines</th></tr>")
-            for f in items:
-                ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in f.uncovered)
-                out.append(f"<tr><td><code>{e(f.path)}</code></td><td>{_pct(f.percent)}</td><td>{e(ranges)}</td></tr>")
+            for fc in items:
+                ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in fc.uncovered)
+                out.append(f"<tr><td><code>{e(fc.path)}</code></td><td>{_pct(fc.percent)}</td><td>{e(ranges)}</td></tr>")
             out.append("</table>")
     if report.cells:
         out.append("<h2>All cells</h2><table><tr><th>Cell</th><th>Status</th><th>Stages</th><th>Reason</th></tr>")

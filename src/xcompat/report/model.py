@@ -164,7 +164,7 @@ class Report:
     artifact_url: str | None = None
 
     def counts(self) -> dict[str, int]:
-        out = {status: 0 for status in CELL_STATUSES}
+        out: dict[str, int] = {status: 0 for status in CELL_STATUSES}
         for cell in self.cells:
             out[cell.status] = out.get(cell.status, 0) + 1
         return out

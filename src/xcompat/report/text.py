@@ -9,7 +9,7 @@ from xcompat.report.model import STATUS_ASCII, Report
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = lambda cols: "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()  # noqa: E731
+    line = lambda cols: "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
@@ -51,8 +51,10 @@ def text_sections(report: Report) -> list[Section]:
     if report.abi is not None:
         abi = report.abi
         lines = [f"ABI: required bump {abi.required_bump} ({abi.status}) {_one_line(abi.summary)}".rstrip()]
-        for f in abi.findings:
-            lines.append(f"- {f.required_bump:5} {f.kind} {f.library} {_one_line(f.display_symbol)}")
+        for finding in abi.findings:
+            lines.append(
+                f"- {finding.required_bump:5} {finding.kind} {finding.library} {_one_line(finding.display_symbol)}"
+            )
         out.append(Section(key="abi", priority=3, renditions=("\n".join(lines), "")))
     if report.coverage is not None:
         cov = report.coverage
@@ -62,10 +64,10 @@ def text_sections(report: Report) -> list[Section]:
             lines.append(f"  {name}: {p:.1f}%")
         if cov.diff_percent is not None:
             lines.append(f"  diff coverage: {cov.diff_percent:.1f}%")
-        for f in cov.diff_files:
-            if f.uncovered:
-                ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in f.uncovered)
-                lines.append(f"  uncovered changed lines in {f.path}: {ranges}")
+        for changed in cov.diff_files:
+            if changed.uncovered:
+                ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in changed.uncovered)
+                lines.append(f"  uncovered changed lines in {changed.path}: {ranges}")
         out.append(Section(key="coverage", priority=4, renditions=("\n".join(lines), "")))
     extra = [f"warning: {_one_line(w)}" for w in report.warnings]
     extra += [f"{r.kind} [{r.cell_id or '-'}]: {r.status}: {_one_line(r.summary)}" for r in report.other]

@@ -1,5 +1,4 @@
 import pytest
-
 from tests.helpers.fake_github import FakeGitHub, contract_missing_reason, load_contract, start, stop
 from tests.helpers.fake_gitlab import FakeGitLab
 

@@ -15,6 +15,7 @@ from tests.helpers.report import (
     make_test_result,
     mixed_results,
 )
+
 from xcompat.forges.github import GitHubContext, GitHubPublisher, annotations_for
 from xcompat.forges.http import RetryPolicy
 from xcompat.report import build_report, marker

@@ -7,8 +7,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 import requests
-
 from tests.helpers.report import FakeClock, make_cell, make_plan, make_test, make_test_result, mixed_results
+
 from xcompat.forges.gitlab import JOB_TOKEN_ONLY, GitLabContext, GitLabPublisher
 from xcompat.jsonio import validate
 from xcompat.report import build_report, marker

@@ -3,7 +3,6 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tests.helpers.report import (
     make_cell,
     make_plan,
@@ -12,6 +11,7 @@ from tests.helpers.report import (
     mixed_results,
     stage_result,
 )
+
 from xcompat.errors import InputError
 from xcompat.report import build_report
 from xcompat.report.aggregate import cell_from_id, log_tail

@@ -4,8 +4,8 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tests.helpers.report import huge_report, make_cell, make_plan, make_test, make_test_result
+
 from xcompat.errors import InputError
 from xcompat.report import build_report, render
 from xcompat.report.budget import Section, fit_sections

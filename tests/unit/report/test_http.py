@@ -3,9 +3,9 @@
 import socket
 
 import pytest
-
 from tests.helpers.fake_github import start, stop
 from tests.helpers.report import FakeClock, ScriptedServer
+
 from xcompat.forges.http import BudgetExceeded, ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 
 TOKEN = "ghs_SECRETSECRETSECRET"

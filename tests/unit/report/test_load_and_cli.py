@@ -3,8 +3,15 @@ import subprocess
 import sys
 
 import pytest
+from tests.helpers.report import (
+    make_cell,
+    make_plan,
+    make_test,
+    make_test_result,
+    mixed_results,
+    stage_result,
+)
 
-from tests.helpers.report import make_cell, make_plan, make_test, make_test_result, mixed_results, stage_result
 from xcompat.errors import InputError
 from xcompat.report import load_results
 

@@ -4,8 +4,16 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
+from tests.helpers.report import (
+    abi_result,
+    make_cell,
+    make_plan,
+    make_test,
+    make_test_result,
+    mixed_results,
+    stage_result,
+)
 
-from tests.helpers.report import abi_result, make_cell, make_plan, make_test, make_test_result, mixed_results, stage_result
 from xcompat.jsonio import validate
 from xcompat.report import build_report, render, write_html
 from xcompat.report.artifacts import codequality, junit_xml
@@ -51,7 +59,7 @@ def test_untrusted_text_cannot_break_markdown_or_mention_people():
     result = make_test_result(cell.id, [make_test(name, "failed", message="@octocat | <img src=x> ```", tail="```\n@octocat\n```")])
     text = render(build_report([result], make_plan([cell])), "markdown")
     assert "<script>" not in text and "<img" not in text
-    outside_code = re.sub(r"(`{3,})text\n.*?\n\1", "", text, flags=re.S)
+    outside_code = re.sub(r"(`{3,})text\n.*?\n\1", "", text, flags=re.DOTALL)
     assert "@octocat" not in outside_code.replace("@\u2060octocat", "")  # mentions inside code blocks do not notify
     # the log tail fence is longer than any fence inside it
     assert "````text\n```\n@octocat\n```\n````" in text
