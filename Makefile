@@ -31,6 +31,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+lint: $(STAMP)
+	$(PY) -m pip install --quiet ruff mypy
+	$(PY) -m ruff check src
+	$(PY) -m mypy
+
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 

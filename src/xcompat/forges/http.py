@@ -143,7 +143,7 @@ class ForgeHTTP:
 
     # -- requests -------------------------------------------------------------------------
     def url(self, path: str) -> str:
-        if path.startswith("http://") or path.startswith("https://"):
+        if path.startswith(("http://", "https://")):
             if _origin(path) != _origin(self.base_url):
                 raise self._fail(ForgeError, f"{self.service}: refusing to follow a link to another host: {path}")
             return path

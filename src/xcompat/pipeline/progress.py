@@ -45,7 +45,7 @@ class StageProgress:
         self._lock = threading.Lock()
         self._ticker: threading.Thread | None = None
 
-    def __enter__(self) -> StageProgress:
+    def __enter__(self):  # returns self
         if self.live:
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()

@@ -527,11 +527,15 @@ def build_report(
         # The merged (cell-less) coverage result wins over per-cell ones.
         chosen = next((r for r in coverage_results if r.cell_id is None), coverage_results[-1])
         coverage = _coverage(chosen)
-        if coverage.diff_threshold is not None and coverage.diff_percent is not None:
-            if coverage.diff_percent < coverage.diff_threshold and chosen.status == "passed":
-                warnings.append(
-                    f"diff coverage {coverage.diff_percent:.1f}% is below the threshold {coverage.diff_threshold:.1f}%"
-                )
+        if (
+            coverage.diff_threshold is not None
+            and coverage.diff_percent is not None
+            and coverage.diff_percent < coverage.diff_threshold
+            and chosen.status == "passed"
+        ):
+            warnings.append(
+                f"diff coverage {coverage.diff_percent:.1f}% is below the threshold {coverage.diff_threshold:.1f}%"
+            )
 
     # Failures first: required before optional, crashes before failures, then by cell and name.
     order = {"crashed": 0, "missing": 1, "failed": 2, "fallback": 3}

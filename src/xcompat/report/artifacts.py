@@ -109,7 +109,7 @@ def codequality(report: Report) -> list[dict[str, Any]]:
         return []
     issues: dict[str, dict[str, Any]] = {}
     for f in report.abi.findings:
-        key = "\0".join([f.kind, f.library, f.symbol])
+        key = f"{f.kind}\0{f.library}\0{f.symbol}"
         fingerprint = hashlib.sha256(key.encode("utf-8")).hexdigest()
         if fingerprint in issues:
             continue
