@@ -8,6 +8,7 @@ in by ``cell_id``; the report and the release gate join results to the plan by t
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -79,3 +80,27 @@ def cell_id(
     parts = [f"py{python}", platform, arch, backend + (toolkit or "")]
     parts += [f"{name}{version}" for name, version in sorted(frameworks)]
     return re.sub(r"[^A-Za-z0-9._-]", "_", "-".join(parts))
+
+
+def runner_platform() -> Platform:
+    """This machine's platform in the matrix's words: ``linux``, ``macos`` or ``windows``."""
+    if sys.platform.startswith("linux"):
+        return "linux"
+    if sys.platform == "darwin":
+        return "macos"
+    return "windows"
+
+
+def runner_arch() -> str:
+    """This machine's arch in the matrix's (and cibuildwheel's) words.
+
+    Linux: ``x86_64``/``aarch64``; macOS: ``arm64``/``x86_64``; Windows: ``AMD64``/``ARM64``/``x86``.
+    """
+    import platform  # not at module level: it costs ~20 ms of start-up for every command
+
+    machine = platform.machine()
+    if sys.platform == "win32":
+        return {"amd64": "AMD64", "arm64": "ARM64", "x86": "x86"}.get(machine.lower(), machine)
+    if sys.platform == "darwin":
+        return "arm64" if machine in ("arm64", "aarch64") else machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)

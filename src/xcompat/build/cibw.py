@@ -27,7 +27,7 @@ from xcompat.build.archs import rocm_arch_list, torch_cuda_arch_list
 from xcompat.build.tools import run_tool, tool_env
 from xcompat.errors import InputError, UnavailableError, XcompatError
 from xcompat.log import get_logger
-from xcompat.model import Cell
+from xcompat.model import Cell, runner_platform
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,11 +241,7 @@ def container_engine(env: Mapping[str, str]) -> str | None:
 
 
 def current_platform() -> str:
-    if sys.platform.startswith("linux"):
-        return "linux"
-    if sys.platform == "darwin":
-        return "macos"
-    return "windows"
+    return runner_platform()
 
 
 def build_with_cibuildwheel(

@@ -59,24 +59,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print build.json to stdout")
 
 
-def _machine_arch() -> str:
-    import platform
-    import sys
-
-    machine = platform.machine()
-    if sys.platform == "win32":
-        return {"amd64": "AMD64", "arm64": "ARM64", "x86": "x86"}.get(machine.lower(), machine)
-    if sys.platform == "darwin":
-        return "arm64" if machine in ("arm64", "aarch64") else machine
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
-
-
 def runner_cells(args: argparse.Namespace) -> list:
     """The plan's cells this runner builds: same platform and arch, filtered by --device/--cell."""
     from xcompat.build.cibw import current_platform
     from xcompat.errors import UsageError
     from xcompat.matrix import load_matrix
     from xcompat.matrix.plan import cells_for_runner, expand
+    from xcompat.model import runner_arch
 
     matrix = load_matrix(args.matrix)
     cells = expand(matrix)
@@ -85,7 +74,7 @@ def runner_cells(args: argparse.Namespace) -> list:
         # cibuildwheel builds other archs under emulation: every arch of this platform.
         mine = cells_for_runner(cells, platform=current_platform(), backends=args.device or None)
     else:
-        mine = cells_for_runner(cells, platform=current_platform(), arch=_machine_arch(),
+        mine = cells_for_runner(cells, platform=current_platform(), arch=runner_arch(),
                                 backends=args.device or None)
     if args.cell:
         known = {c.id for c in cells}

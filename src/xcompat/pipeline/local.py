@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -194,14 +193,6 @@ class LocalPipeline:
         if backup.exists():
             shutil.rmtree(backup, ignore_errors=True)
         return self.final
-
-
-def machine_platform() -> tuple[str, str]:
-    system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(platform.system(), platform.system().lower())
-    arch = platform.machine()
-    if system == "macos" and arch == "x86_64":
-        return system, arch
-    return system, {"AMD64": "x86_64", "arm64": "arm64" if system == "macos" else "aarch64"}.get(arch, arch)
 
 
 def python_tag() -> str:

@@ -13,12 +13,12 @@ from typing import Any
 from xcompat import jsonio
 from xcompat.errors import InputError, UsageError
 from xcompat.log import get_logger
+from xcompat.model import runner_arch, runner_platform
 from xcompat.pipeline.local import (
     LocalPipeline,
     RunConfig,
     StageResult,
     load_json,
-    machine_platform,
     python_tag,
 )
 from xcompat.resources import data_dir
@@ -87,7 +87,7 @@ class Stages:
         from xcompat.devices import available_backends
 
         p = self.pipe
-        system, arch = machine_platform()
+        system, arch = runner_platform(), runner_arch()
         backends = available_backends()
         full = p.path("plan.full.json")
         argv: list[str | os.PathLike[str]] = ["matrix", "plan", self.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
