@@ -205,79 +205,30 @@ def git(repo: Path, *args: str) -> str:
 
 # -- the bundled sample project, built with gcov instrumentation ---------------------------
 
-SAMPLE_HASHED = ("setup.py", "pyproject.toml", "csrc", "sample_ext")
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("XCOMPAT_TEST_CACHE", Path.home() / ".cache" / "xcompat-tests"))
 
 
-def source_hash(project: Path, extra: str = "") -> str:
-    import hashlib
-
-    h = hashlib.sha256(extra.encode())
-    for name in SAMPLE_HASHED:
-        base = project / name
-        paths = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else [base]
-        for p in paths:
-            if "__pycache__" in p.parts or p.suffix in (".so", ".pyd"):
-                continue
-            h.update(str(p.relative_to(project)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
 def build_sample_with_coverage(project: Path) -> Path:
-    """Build the sample project's C and C++ extensions in place, with ``--coverage``, in a
-    cached copy keyed by the sources, Python, torch and gcc. Returns the built copy.
-
-    The copy is never written to after the build: test runs redirect their ``.gcda`` files
-    with ``GCOV_PREFIX`` (see :func:`run_sample_tests`). CUDA is left out (SAMPLE_EXT_CUDA=0).
+    """The sample project's C and C++ extensions built in place with ``--coverage``, through
+    the same cached build ``xcompat run`` uses (``xcompat.pipeline.coverage_stage``), with
+    CUDA left out. Returns the built copy, which is never written to after the build: test
+    runs redirect their ``.gcda`` files with ``GCOV_PREFIX`` (see :func:`run_sample_tests`).
     """
-    import fcntl
+    from xcompat.pipeline.coverage_stage import build_with_coverage
 
-    import torch
-
-    gcc = subprocess.run(
-        ["gcc", "-dumpfullversion"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    key = source_hash(project, f"{sys.version}|{torch.__version__}|{gcc}|coverage-O0")
-    root = cache_root() / f"coverage-sample-ext-{key}"
-    done = root / ".built"
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".coverage-sample-ext-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file():
-            return root / "src"
-        shutil.rmtree(root, ignore_errors=True)
-        src = root / "src"
-        shutil.copytree(
-            project,
-            src,
-            ignore=shutil.ignore_patterns("__pycache__", "build", "*.so", "*.egg-info", ".pytest_cache"),
-        )
-        env = {
-            **os.environ,
-            "CFLAGS": "--coverage -O0",
-            "CXXFLAGS": "--coverage -O0",
-            "LDFLAGS": "--coverage",
-            "SAMPLE_EXT_CUDA": "0",
-            "MAX_JOBS": "1",
-            "SAMPLE_EXT_CCACHE": "0",
-        }
-        proc = subprocess.run(
-            [sys.executable, "setup.py", "build_ext", "--inplace", "--build-temp", "build/temp"],
-            cwd=src,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-            raise RuntimeError(f"coverage build of {project} failed:\n{tail}")
-        if not list(src.rglob("*.gcno")):
-            raise RuntimeError(f"coverage build of {project} produced no .gcno files (flags not applied?)")
-        done.write_text(key)
+    log = cache_root() / f"coverage-build-{project.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    try:
+        src = build_with_coverage(project, log)
+    except RuntimeError as exc:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise RuntimeError(f"{exc}:\n{tail}") from None
+    if not list(src.rglob("*.gcno")):
+        raise RuntimeError(f"coverage build of {project} produced no .gcno files (flags not applied?)")
     return src
 
 
