@@ -206,7 +206,6 @@ def git(repo: Path, *args: str) -> str:
 # -- the bundled sample project, built with gcov instrumentation ---------------------------
 
 
-
 def cache_root() -> Path:
     return Path(os.environ.get("XCOMPAT_TEST_CACHE", Path.home() / ".cache" / "xcompat-tests"))
 
