@@ -19,11 +19,11 @@ from tests.helpers.action import (
 )
 
 SHIM = """#!{python}
-# Stands in for the venv's python: `-m xcompat ...` is parsed by the real CLI and logged, not run.
+# Stands in for the venv's python: `-I -m xcompat ...` is parsed by the real CLI and logged, not run.
 import json, os, sys
 args = sys.argv[1:]
-if args[:2] == ["-m", "xcompat"]:
-    argv = args[2:]
+if args[:3] == ["-I", "-m", "xcompat"]:
+    argv = args[3:]
     from xcompat.cli import build_parser
     try:
         namespace = build_parser(argv).parse_args(argv)

@@ -56,7 +56,7 @@ def run_job(script: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.
 
 def without_install(script: list[str]) -> list[str]:
     # The jobs pip-install xcompat from PyPI; here the checkout's own xcompat is on PATH instead.
-    return [line for line in script if not line.startswith("python3 -m venv /tmp/xcompat")]
+    return [line for line in script if not line.startswith("python3 -I -m venv /tmp/xcompat")]
 
 
 @pytest.fixture
