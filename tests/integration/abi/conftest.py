@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import abi as h
-
-TORCH_2_14_WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+from tests.helpers.wheels import fetch_wheel
 
 
 def _need(tool: str) -> None:
@@ -32,6 +31,12 @@ def demo_exts() -> dict[str, Path]:
 def cuda_libs() -> dict[str, Path]:
     _need("nvcc")
     return {"v1": h.build_cuda_library(("80", "90")), "v2": h.build_cuda_library(("90",))}
+
+
+@pytest.fixture(scope="session")
+def torch_2_14_wheel() -> Path:
+    """The released torch 2.14.1 wheel (CPython 3.11, manylinux x86_64), downloaded once."""
+    return fetch_wheel("torch", "2.14.1")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import abi as h
+from tests.helpers.wheels import fetch_wheel
 
 from xcompat.abi import diff_paths
 from xcompat.abi.elf import read_elf
@@ -21,13 +22,7 @@ from xcompat.abi.links import check_links
 from xcompat.abi.stable import audit_stable
 from xcompat.jsonio import validate
 
-from .conftest import TORCH_2_14_WHEEL
-
 XCOMPAT = [sys.executable, "-m", "xcompat"]
-NUMPY_PAIR = (
-    Path("/opt/pypi-more/files/numpy-2.1.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
-    Path("/opt/pypi-more/files/numpy-2.4.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"),
-)
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -231,9 +226,10 @@ def test_links_resolve_against_installed_torch(torch_ext, torch_lib_dir, tmp_pat
     assert t["counts"]["skipped_cpython"] >= 1  # PyModule_Create2 and friends come from the interpreter
 
 
-@pytest.mark.skipif(not TORCH_2_14_WHEEL.exists(), reason=f"{TORCH_2_14_WHEEL} is not on this machine")
-def test_links_find_changed_signature_in_torch_2_14(torch_ext, torch_lib_dir):
-    doc = check_links(torch_ext, [torch_lib_dir.parent.parent, TORCH_2_14_WHEEL])
+@pytest.mark.network
+@pytest.mark.slow
+def test_links_find_changed_signature_in_torch_2_14(torch_ext, torch_lib_dir, torch_2_14_wheel):
+    doc = check_links(torch_ext, [torch_lib_dir.parent.parent, torch_2_14_wheel])
     validate("abi-links", doc)
     old, new = doc["torches"]
     assert old["status"] == "passed" and new["status"] == "failed"
@@ -280,10 +276,11 @@ def test_stable_abi_audit(torch_ext, torch_lib_dir, tmp_path):
     assert doc["libraries"][0]["counts"]["stable_c_shim"] == 1
 
 
-# -- a real pair from PyPI, when its wheels are on this machine ---------------------------------
-@pytest.mark.skipif(not all(p.exists() for p in NUMPY_PAIR), reason="numpy 2.1.3 / 2.4.0 wheels are not on this machine")
+# -- a real pair of releases, downloaded from the package index -----------------------------------
+@pytest.mark.network
 def test_numpy_minor_release_is_not_called_a_symbol_break():
-    doc = diff_paths(*NUMPY_PAIR, python_api="off", torch_ops="off").to_dict()
+    pair = (fetch_wheel("numpy", "2.1.3"), fetch_wheel("numpy", "2.4.0"))
+    doc = diff_paths(*pair, python_api="off", torch_ops="off").to_dict()
     validate("abi-diff", doc)
     removed = [f for f in doc["findings"] if f["kind"] == "symbol_removed"]
     assert removed == []  # the generic tools report dozens here: linker and template noise
@@ -292,27 +289,26 @@ def test_numpy_minor_release_is_not_called_a_symbol_break():
     assert counts["numpy_capi_target_changed"] >= 1 and counts["glibc_floor_raised"] >= 1
 
 
-# -- the sample project, when it has been built ------------------------------------------------
-def test_sample_project_v1_to_v2(request):
-    if not Path("/tmp/xcompat-sample-ready").exists():
-        pytest.skip("the sample project's wheels are not built on this machine (/tmp/xcompat-sample-ready absent)")
-    try:
-        wheels = request.getfixturevalue("sample_wheels")
-    except pytest.FixtureLookupError:
-        pytest.skip("no sample_wheels fixture in this checkout")
+# -- the sample project, built here ----------------------------------------------------------------
+def test_sample_project_v1_to_v2(sample_wheels):
+    from tests.helpers.sample import sample_build_record
+
+    wheels = sample_wheels
     doc = diff_paths(wheels["v1"], wheels["v2"], against_version=True).to_dict()
     validate("abi-diff", doc)
     got = kinds(doc)
-    for expected in [
+    expected_findings = [
         ("symbol_removed", "sample_legacy_sum"),
         ("symbol_added", "sample_checksum64"),
         ("python_signature_changed", "sample_ext.scale"),
         ("python_api_added", "sample_ext.checksum64"),
-        ("cuda_arch_dropped", "sm_80"),
         ("torch_op_schema_changed", "sample_ext::scaled_add"),
         ("requires_python_narrowed", None),
         ("glibc_floor_raised", None),
-    ]:
+    ]
+    if sample_build_record("v1")["wheels"][0]["gpu_code"]:  # built with nvcc: sm_80 is dropped in v2
+        expected_findings.append(("cuda_arch_dropped", "sm_80"))
+    for expected in expected_findings:
         assert expected in got, (expected, sorted(got), doc["unchecked"])
     abi3 = next(f for f in doc["findings"] if f["kind"] == "abi3_floor_raised")
     assert abi3["new"] == "3.11" and "PyObject_GetBuffer" in abi3["detail"]
@@ -363,13 +359,10 @@ def test_markdown_goes_to_the_github_job_summary(demo_libs, tmp_path):
     assert "::error::ABI check failed" in proc.stderr
 
 
-TORCHVISION_028 = Path("/opt/pypi-more/files/torchvision-0.28.0-cp311-cp311-manylinux_2_28_x86_64.whl")
-
-
-@pytest.mark.skipif(not (TORCHVISION_028.exists() and TORCH_2_14_WHEEL.exists()),
-                    reason="torchvision 0.28.0 / torch 2.14.1 wheels are not on this machine")
-def test_links_torchvision_wheel_against_its_pin_and_a_newer_torch(torch_lib_dir):
-    doc = check_links(TORCHVISION_028, [TORCH_2_14_WHEEL])
+@pytest.mark.network
+@pytest.mark.slow
+def test_links_torchvision_wheel_against_its_pin_and_a_newer_torch(torch_2_14_wheel):
+    doc = check_links(fetch_wheel("torchvision", "0.28.0"), [torch_2_14_wheel])
     validate("abi-links", doc)
     assert doc["declared_requirement"] == "torch==2.13.0"
     (t,) = doc["torches"]
