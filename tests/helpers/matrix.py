@@ -240,3 +240,13 @@ def build_sshsig(
         + wire.string(inner)
         + trailer
     )
+
+
+def keys_made_by_ssh_keygen(folder: Path) -> dict[str, Key]:
+    """The keys of the CLI and interoperability tests, made by the real ssh-keygen in ``folder``."""
+    return {
+        "p256": make_key_with_ssh_keygen(folder, "alice"),
+        "p384": make_key_with_ssh_keygen(folder, "bob", bits=384),
+        "stranger": make_key_with_ssh_keygen(folder, "mallory"),
+        "ed25519": make_key_with_ssh_keygen(folder, "eve", key_type="ed25519"),
+    }
