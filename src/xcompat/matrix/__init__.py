@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xcompat.errors import InputError
+from xcompat.limits import LIMITS, read_bounded
 from xcompat.matrix.config import (
     AbiPolicy,
     BackendSpec,
@@ -50,28 +51,20 @@ __all__ = [
 ]
 
 # A matrix is a short hand-written file; anything this large is not one.
-MAX_MATRIX_BYTES = 1 << 20
+MAX_MATRIX_BYTES = LIMITS.matrix_bytes
 
 
 def read_matrix_bytes(path: str | Path) -> bytes:
-    """Read a matrix file's bytes, with a clear ``InputError`` when it is missing or too large."""
-    path = Path(path)
+    """Read a matrix file's bytes, with a clear ``InputError`` when it is missing or too large.
+
+    Only regular files are read (a FIFO or ``/dev/zero`` is refused, never waited on).
+    """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MATRIX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(
-            "matrix file not found", file=path, hint="pass the path of .xcompat/matrix.yml"
-        ) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not a matrix file", file=path) from None
-    except PermissionError:
-        raise InputError("cannot read the file (permission denied)", file=path) from None
-    if len(data) > MAX_MATRIX_BYTES:
-        raise InputError(
-            f"file is larger than {MAX_MATRIX_BYTES} bytes; a matrix file is not that big", file=path
-        )
-    return data
+        return read_bounded(path, what="matrix file", limit=MAX_MATRIX_BYTES)
+    except InputError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise InputError("matrix file not found", file=path, hint="pass the path of .xcompat/matrix.yml") from None
+        raise
 
 
 def load_matrix(path_or_bytes: str | Path | bytes, *, source: str | None = None) -> Matrix:

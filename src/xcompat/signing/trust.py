@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xcompat.errors import InputError, UnavailableError
+from xcompat.limits import LIMITS
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class TrustRoot:
             return None
         if proc.stdout.strip() != b"blob":
             raise InputError(f"{rel} at {self.ref} is not a file", file=str(path))
+        size = _git(self.toplevel, "cat-file", "-s", f"{self.commit}:{rel}")
+        if size.returncode != 0 or int(size.stdout.strip() or b"0") > LIMITS.trust_file_bytes:
+            raise InputError(f"{rel} at {self.ref} is larger than {LIMITS.trust_file_bytes} bytes", file=str(path))
         proc = _git(self.toplevel, "show", "--no-textconv", f"{self.commit}:{rel}")
         if proc.returncode != 0:
             raise InputError(

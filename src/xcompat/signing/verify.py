@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xcompat.errors import InputError, VerificationError
+from xcompat.limits import LIMITS, read_bounded
 from xcompat.matrix import Matrix, load_matrix, read_matrix_bytes
 from xcompat.signing.allowed_signers import (
     find_signer,
@@ -96,19 +97,38 @@ class VerifiedMatrix:
         }
 
 
-def _read_bytes(path: Path, what: str, *, missing_is_verification: bool) -> bytes:
+def _read_bytes(path: Path, what: str, *, missing_is_verification: bool, limit: int) -> bytes:
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        if missing_is_verification:
+        return read_bounded(path, what=what, limit=limit)
+    except InputError as exc:
+        if missing_is_verification and isinstance(exc.__cause__, FileNotFoundError):
             raise VerificationError(
                 f"{what} not found: {path}",
                 file=str(path),
                 hint="sign the matrix with: xcompat matrix sign FILE --key KEY",
             ) from None
-        raise InputError(f"{what} not found", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+        raise
+
+
+REVOKED_KEYS_NAME = "revoked_keys"
+
+
+def default_revoked_path(allowed_signers: str | Path) -> Path:
+    """Where the revoked-keys list lives when none is named: next to the trust list."""
+    return Path(allowed_signers).with_name(REVOKED_KEYS_NAME)
+
+
+def _read_revoked(path: Path) -> bytes:
+    try:
+        return read_bounded(path, what="revoked-keys file", limit=LIMITS.trust_file_bytes)
+    except InputError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise VerificationError(
+                f"the revoked-keys file {path} was named but does not exist",
+                file=str(path),
+                hint="create it, or drop --revoked to use revoked_keys next to the trust list",
+            ) from None
+        raise
 
 
 def _now(now: _dt.datetime | None) -> _dt.datetime:
@@ -163,9 +183,12 @@ def verify_matrix(
     notes: list[str] = []
 
     data = read_matrix_bytes(matrix_path)
-    sig_bytes = _read_bytes(sig_path, "signature", missing_is_verification=True)
+    sig_bytes = _read_bytes(sig_path, "signature", missing_is_verification=True, limit=LIMITS.signature_bytes)
 
     # -- trust inputs --------------------------------------------------------------
+    # Revocation is always on: without --revoked, revoked_keys next to the trust list applies
+    # when it exists; a list named explicitly must exist (a missing one fails closed).
+    revoked_path = revoked if revoked is not None else default_revoked_path(allowed_signers)
     root: TrustRoot | None = None
     previous: bytes | None = None
     if trust_ref:
@@ -177,13 +200,16 @@ def verify_matrix(
                 f"allowed_signers does not exist at the trust ref ({signers_source})",
                 hint="the trust list must be committed on the base branch before it can vouch for a signature",
             )
-        revoked_raw = None
-        revoked_source = None
-        if revoked is not None:
-            revoked_source = root.describe(revoked)
-            revoked_raw = root.read(revoked)
-            if revoked_raw is None:
-                notes.append(f"no revoked-keys file at {revoked_source}")
+        revoked_source = root.describe(revoked_path)
+        revoked_raw = root.read(revoked_path)
+        if revoked_raw is None:
+            if revoked is not None:
+                raise VerificationError(
+                    f"the revoked-keys file {revoked_source} was named but does not exist at the trust ref",
+                    hint="commit it on the base branch, or drop --revoked to use revoked_keys next to the trust list",
+                )
+            notes.append(f"no revoked-keys file at {revoked_source}: no keys are revoked")
+            revoked_source = None
         previous = root.read(matrix_path)
         if previous is None:
             notes.append(
@@ -191,13 +217,14 @@ def verify_matrix(
             )
     else:
         signers_source = str(allowed_signers)
-        signers_raw = _read_bytes(Path(allowed_signers), "allowed_signers", missing_is_verification=False)
-        revoked_source = str(revoked) if revoked is not None else None
-        revoked_raw = (
-            _read_bytes(Path(revoked), "revoked-keys file", missing_is_verification=False)
-            if revoked is not None
-            else None
-        )
+        signers_raw = _read_bytes(Path(allowed_signers), "allowed_signers", missing_is_verification=False,
+                                  limit=LIMITS.trust_file_bytes)
+        revoked_source = str(revoked_path)
+        if revoked is not None or Path(revoked_path).exists():
+            revoked_raw = _read_revoked(Path(revoked_path))
+        else:
+            notes.append(f"no revoked-keys file at {revoked_source}: no keys are revoked")
+            revoked_raw, revoked_source = None, None
     try:
         signers_text = signers_raw.decode("utf-8")
     except UnicodeDecodeError:
