@@ -20,7 +20,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "coverage thresholds. Asking for no check at all is refused."
     )
     parser.epilog = ("Exit codes: 0 release allowed, 1 refused (every reason is in --out), 2 unreadable input "
-                     "or bad usage, 4 git failed, 5 git missing. See docs/gate.md.")
+                     "or bad usage, 3 no verified matrix (--matrix) and no --insecure-no-verify, 4 git failed, "
+                     "5 git missing. See docs/gate.md.")
     evidence = parser.add_argument_group("evidence")
     evidence.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                           help="plan written by `xcompat matrix plan --format json`")
@@ -44,6 +45,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="protected git ref the trust list and previous matrix come from (never the PR head)")
     trust.add_argument("--signature", type=Path, metavar="PATH", help="detached signature (default FILE.sig)")
     trust.add_argument("--revoked", type=Path, metavar="PATH", help="revoked keys list")
+    trust.add_argument("--insecure-no-verify", action="store_true",
+                       help="judge the plan's cells and settings without a verified matrix (INSECURE: a plan made "
+                       "with --backend cpu, or edited, would be taken as it is); without it and without --matrix "
+                       "the gate refuses with exit 3")
     trust.add_argument("--repo", metavar="OWNER/NAME",
                        help="repository the matrix must be bound to (default: $GITHUB_REPOSITORY or $CI_PROJECT_PATH)")
     release = parser.add_argument_group("release")
@@ -67,7 +72,7 @@ def execute(args: argparse.Namespace) -> int:
 
     log = get_logger()
     if args.results and args.plan is None:
-        raise UsageError("--results needs --plan: the plan says which cells are required")
+        raise UsageError("--results needs --plan: the plan says which cells ran")
     if args.dist is not None and not args.results:
         raise UsageError("--dist needs --plan and --results: the build results record the wheels' sha256")
     if args.matrix is None and (args.allowed_signers or args.trust_ref):
@@ -91,6 +96,7 @@ def execute(args: argparse.Namespace) -> int:
         previous_tag=args.previous_tag,
         tag_prefix=args.tag_prefix,
         git_dir=args.git_dir,
+        insecure_no_verify=args.insecure_no_verify,
     )
     decision = evaluate_gate(request, dict(os.environ))
     document = decision_document(decision)

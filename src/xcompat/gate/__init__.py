@@ -5,8 +5,10 @@ Checks, all of which must pass (an empty set of checks is refused, never "valid"
 * ``matrix-signature``: the matrix is signed by a key in the trust list of a protected ref;
 * ``plan-source``: with ``--matrix``, the plan was made from that (signed) matrix;
 * ``tag-pattern``: the tag matches the matrix's ``gate.tag-pattern``;
-* ``cell:<id>``: every required cell of the plan has results, all ``passed`` (missing,
-  ``skipped`` and ``fallback`` fail);
+* ``cell:<id>``: every required cell **of the verified matrix** (expanded here, not read
+  from the plan, so a plan filtered with ``--backend cpu`` cannot drop one) has results,
+  all ``passed`` (missing, ``skipped`` and ``fallback`` fail); judged by the one verdict
+  the report uses (``xcompat.results.judge``);
 * ``version-bump``: the ABI diff's ``required_bump`` does not exceed the bump from the last
   release tag to this tag;
 * ``coverage``: the merged coverage result passed its thresholds;
@@ -15,6 +17,10 @@ Checks, all of which must pass (an empty set of checks is refused, never "valid"
 
 ``evaluate_gate`` returns a ``GateDecision``; ``decision_document`` renders ``gate.json``.
 The environment is passed in as a mapping, never read from ``os.environ`` here.
+
+Without a verified matrix (no ``matrix``) the gate refuses with exit 3, unless the
+request says ``insecure_no_verify`` (``--insecure-no-verify``): then the plan's cells and
+settings are judged as they are, and gate.json says so in its warnings.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcompat.errors import UsageError
+from xcompat.errors import UsageError, VerificationError
 from xcompat.gate.checks import (
     CellVerdict,
     CheckOutcome,
@@ -70,6 +76,7 @@ class GateRequest:
     previous_tag: str | None = None
     tag_prefix: str = ""
     git_dir: Path = Path(".")
+    insecure_no_verify: bool = False  # judge the plan without a verified matrix (documented, never a default)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +124,17 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
     verdicts: tuple[CellVerdict, ...] = ()
     tag = request.tag or tag_from_env(env)
 
+    if request.matrix is None and not request.insecure_no_verify:
+        raise VerificationError(
+            "the gate judges the verified matrix, and none was given",
+            hint="pass --matrix .xcompat/matrix.yml --allowed-signers PATH --trust-ref REF; "
+            "--insecure-no-verify judges the plan as it is (docs/gate.md)",
+        )
+    if request.matrix is None:
+        warnings.append("the matrix was not verified (--insecure-no-verify): the plan's cells and settings "
+                        "were judged as they are")
     verified_sha256: str | None = None
+    verified_matrix = None
     if request.matrix is not None:
         if request.allowed_signers is None:
             raise UsageError("--matrix needs --allowed-signers (with --trust-ref, the path inside that ref)")
@@ -127,20 +144,40 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
         )
         checks.append(outcome)
         verified_sha256 = None if verified is None else verified.sha256
+        verified_matrix = None if verified is None else verified.matrix
 
     plan = None
     results: tuple[StageResult, ...] = ()
+    cells: list[dict[str, Any]] | None = None
+    settings = None
+    if verified_matrix is not None:
+        from xcompat.matrix.plan import expand
+        from xcompat.settings import resolve_settings
+
+        cells = [c.to_dict() for c in expand(verified_matrix)]
+        settings = resolve_settings(verified_matrix, signed=True)
     if request.plan is not None:
         plan = load_plan(request.plan)
         if request.matrix is not None:
             checks.append(check_plan_source(plan, verified_sha256, request.matrix))
+        if settings is not None:
+            from dataclasses import replace
+
+            plan = replace(plan, tag_pattern=settings.gate.tag_pattern,
+                           required_backends=settings.gate.required_backends, settings=settings)
         pattern = check_tag_pattern(plan, tag)
         if pattern is not None:
             checks.append(pattern)
         results = load_results(request.results) if request.results else ()
         cell_checks, cell_verdicts, cell_warnings = check_cells(
-            plan, results, require_kinds=request.require_kinds
+            plan, results, require_kinds=request.require_kinds, cells=cells, settings=settings,
         )
+        if cells is not None:
+            planned = {c.id for c in plan.cells}
+            dropped = [c["id"] for c in cells if c["id"] not in planned]
+            if dropped:
+                warnings.append(f"the plan lists {len(planned)} cell(s); the verified matrix has {len(cells)}: "
+                                f"judged every cell of the matrix ({len(dropped)} not in the plan, e.g. {dropped[0]})")
         checks.extend(cell_checks)
         verdicts = tuple(cell_verdicts)
         warnings.extend(cell_warnings)
@@ -156,7 +193,8 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
         checks.append(check_coverage(path))
 
     if request.dist is not None:
-        checks.append(check_wheels(request.dist, plan, results))
+        required_ids = None if cells is None else {v.id for v in verdicts if v.required}
+        checks.append(check_wheels(request.dist, plan, results, required_ids))
 
     return GateDecision(checks=tuple(checks), cells=verdicts, step=step, tag=tag, warnings=tuple(warnings))
 

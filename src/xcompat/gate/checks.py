@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError, XcompatError
-from xcompat.gate.results import Plan, StageResult
-from xcompat.gate.versions import BUMP_ORDER, ReleaseStep, bump_rank
+from xcompat.gate.results import Plan, StageResult, wheels_of
+from xcompat.gate.versions import ReleaseStep
+from xcompat.results.status import BUMP_ORDER, bump_rank, severity
+from xcompat.settings import Settings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,48 +45,40 @@ class CellVerdict:
     kinds: tuple[str, ...]
 
 
-def _worst(statuses: Sequence[str]) -> str:
-    # The order a cell's overall status is picked in: a crash hides nothing behind it.
-    for status in ("crashed", "failed", "fallback", "skipped"):
-        if status in statuses:
-            return status
-    return "passed"
-
-
 def check_cells(
-    plan: Plan, results: Sequence[StageResult], *, require_kinds: Sequence[str] = ()
+    plan: Plan, results: Sequence[StageResult], *, require_kinds: Sequence[str] = (),
+    cells: Sequence[Mapping[str, Any]] | None = None, settings: Settings | None = None,
 ) -> tuple[list[CheckOutcome], list[CellVerdict], list[str]]:
-    """One check per required cell: it has results, each of them passed, and every required stage kind ran.
+    """One check per required cell, from the one verdict the report uses (``xcompat.results.judge``).
 
-    Required means marked ``required`` in the matrix, or on a backend the matrix's gate
-    settings list in ``required-backends``.
+    ``cells``/``settings``: the verified matrix's own expansion and settings (the gate's
+    default when ``--matrix`` is given); otherwise the plan's. Required means
+    ``is_required``: marked ``required``, or on a backend in ``gate.required-backends``.
     A missing result fails (the runner never came, the job was skipped); a ``fallback``
-    (ran, but on a fallback backend, not the one the cell names) fails; ``skipped`` fails.
-    Returns the checks, a verdict for every planned cell, and warnings (results for cells
-    the plan does not name).
+    (ran, but on a fallback backend, not the one the cell names) fails; a ``skipped``
+    required stage fails. Returns the checks, a verdict for every cell, and warnings
+    (results for cells the plan does not name).
     """
-    by_cell: dict[str, list[StageResult]] = defaultdict(list)
-    for result in results:
-        if result.cell_id is not None:
-            by_cell[result.cell_id].append(result)
-    planned_ids = {cell.id for cell in plan.cells}
-    warnings = [
-        f"{len(items)} result(s) for cell {cid!r}, which the plan does not name (e.g. {items[0].path})"
-        for cid, items in sorted(by_cell.items())
-        if cid not in planned_ids
-    ]
+    from xcompat.results.verdict import judge
+
+    specs = [dict(c) for c in cells] if cells is not None else [c.as_spec() for c in plan.cells]
+    settings = settings if settings is not None else plan.settings
+    if settings is None and plan.required_backends:
+        from xcompat.settings import defaults_settings
+
+        settings = defaults_settings(required_backends=plan.required_backends)
+    verdict = judge(results, specs, settings=settings, require_kinds=require_kinds)
+    warnings = [w.replace("which the plan does not list", "which the plan does not name")
+                for w in verdict.warnings if "which the plan does not list" in w]
     checks: list[CheckOutcome] = []
     verdicts: list[CellVerdict] = []
-    for cell in plan.cells:
-        required = plan.required(cell)
-        items = by_cell.get(cell.id, [])
-        kinds = tuple(sorted({r.kind for r in items}))
-        status = _worst([r.status for r in items]) if items else "missing"
-        missing_kinds = [k for k in require_kinds if k not in kinds]
-        if items and missing_kinds and status == "passed":
-            status = "missing"
-        verdicts.append(CellVerdict(id=cell.id, required=required, status=status, kinds=kinds))
-        if not required:
+    planned_ids = {c["id"] for c in specs}
+    for cell in verdict.cells:
+        if cell.id not in planned_ids:
+            continue
+        items = [s.result for s in cell.stages]
+        verdicts.append(CellVerdict(id=cell.id, required=cell.required, status=cell.status, kinds=cell.kinds))
+        if not cell.required:
             continue
         name = f"cell:{cell.id}"
         if not items:
@@ -93,36 +87,40 @@ def check_cells(
                 reason="got no result, expected a passing result (its job did not run or uploaded nothing)",
             ))
             continue
-        bad = [r for r in items if r.status != "passed"]
-        if bad:
+        bad = [s.result for s in cell.stages if s.counted and s.result.status != "passed"]
+        if cell.status != "passed" and bad:
+            bad.sort(key=lambda r: -severity(r.status))
             first = bad[0]
             more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
             why = f": {first.summary}" if first.summary else ""
             checks.append(CheckOutcome(
                 name=name, passed=False,
                 reason=f"got {first.kind} {first.status}{why}{more}, expected passed",
-                details={"results": [{"kind": r.kind, "status": r.status, "path": str(r.path)} for r in bad]},
+                details={"results": [{"kind": r.kind, "status": r.status, "path": str(r.source)} for r in bad]},
             ))
             continue
-        if missing_kinds:
-            checks.append(CheckOutcome(
-                name=name, passed=False,
-                reason=f"got results for {', '.join(kinds)}, expected also {', '.join(missing_kinds)}",
-            ))
+        if cell.status != "passed":
+            missing = [k for k in require_kinds if k not in cell.kinds]
+            if missing:
+                reason = f"got results for {', '.join(cell.kinds)}, expected also {', '.join(missing)}"
+            else:
+                reason = f"got {cell.status} ({cell.reason}), expected passed"
+            checks.append(CheckOutcome(name=name, passed=False, reason=reason))
             continue
         checks.append(CheckOutcome(
             name=name, passed=True,
-            reason=f"got {len(items)} passing result(s) ({', '.join(kinds)}), expected passed",
+            reason=f"got {len(items)} passing result(s) ({', '.join(cell.kinds)}), expected passed",
         ))
-    if not plan.cells:
+    required_backends = settings.gate.required_backends if settings is not None else plan.required_backends
+    if not specs:
         checks.append(CheckOutcome(name="plan", passed=False, reason="got an empty plan, expected cells"))
-    elif not any(plan.required(cell) for cell in plan.cells):
+    elif not any(v.required for v in verdicts):
         checks.append(CheckOutcome(
             name="plan", passed=False,
-            reason=f"got {len(plan.cells)} cell(s), none required; expected at least one required cell",
+            reason=f"got {len(specs)} cell(s), none required; expected at least one required cell",
         ))
-    backends = {cell.backend for cell in plan.cells}
-    for backend in plan.required_backends:
+    backends = {c.get("backend") for c in specs}
+    for backend in required_backends:
         if backend not in backends:
             checks.append(CheckOutcome(
                 name="plan", passed=False,
@@ -311,7 +309,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult]) -> CheckOutcome:
+def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
+                 required_ids: set[str] | None = None) -> CheckOutcome:
     """The wheels about to be published are exactly the ones passing builds of required cells recorded.
 
     Every ``*.whl`` in ``dist`` must match, by name and sha256, a wheel recorded by a
@@ -320,14 +319,18 @@ def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult]) 
     """
     if not dist.is_dir():
         raise InputError("wheel folder not found", file=dist, hint="download the wheel artifacts there first")
-    required = None if plan is None else {c.id for c in plan.cells if plan.required(c)}
+    required = required_ids if required_ids is not None else (
+        None if plan is None else {c.id for c in plan.cells if plan.required(c)})
+    from xcompat.results.verdict import expand
+
+    results = expand(results)
     recorded: dict[str, set[str]] = defaultdict(set)
     for result in results:
         if result.kind != "build" or result.status != "passed":
             continue
         if required is not None and result.cell_id is not None and result.cell_id not in required:
             continue
-        for wheel in result.wheels:
+        for wheel in wheels_of(result):
             recorded[wheel.file].add(wheel.sha256)
     on_disk = {path.name: _sha256(path) for path in sorted(dist.glob("*.whl"))}
     details: dict[str, Any] = {"dist": str(dist), "wheels": sorted(on_disk)}

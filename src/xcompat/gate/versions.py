@@ -1,6 +1,6 @@
 """Release versions from git tags, and the semver bump between two of them.
 
-The bump rules are data (``BUMP_ORDER``) and one small function; versions are parsed with
+The bump order is ``xcompat.results.status.BUMP_ORDER``; versions are parsed with
 ``packaging`` (PEP 440), so ``v1.2.0``, ``1.2.0rc1`` and ``1.2.0.post1`` all work. Tags that
 are not versions are ignored when looking for the previous release.
 """
@@ -10,25 +10,17 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from xcompat.errors import InputError, ToolError, UnavailableError
+from xcompat.results.status import BUMP_ORDER, Bump, bump_rank
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
-Bump = Literal["none", "patch", "minor", "major"]
-
-# Ordered from the smallest to the largest change; a required bump is satisfied by any
-# actual bump at the same rank or above.
-BUMP_ORDER: tuple[Bump, ...] = ("none", "patch", "minor", "major")
-
-
-def bump_rank(bump: str) -> int:
-    try:
-        return BUMP_ORDER.index(bump)  # type: ignore[arg-type]
-    except ValueError:
-        raise InputError(f"unknown bump {bump!r}; expected one of {', '.join(BUMP_ORDER)}") from None
+# One Bump and one bump order (``xcompat.results.status``): a required bump is satisfied
+# by any actual bump at the same rank or above.
+__all__ = ["BUMP_ORDER", "Bump", "ReleaseStep", "bump_rank", "parse_tag_version", "release_step", "version_bump"]
 
 
 def parse_tag_version(tag: str, prefix: str = "") -> Version | None:

@@ -401,11 +401,11 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
         )
 
     t = doc.get("tests", {})
-    kernels = t.get("kernels", "all")
+    kernels = t.get("kernels", D.DEFAULT_KERNELS)
     tests = TestSettings(
         kernels="all" if kernels == "all" else () if kernels == "none" else tuple(kernels),
         pytest_paths=tuple(t.get("pytest", D.DEFAULT_PYTEST_PATHS)),
-        pytest_args=tuple(t.get("pytest-args", ())),
+        pytest_args=tuple(t.get("pytest-args", D.DEFAULT_PYTEST_ARGS)),
         isolation=t.get("isolation", D.DEFAULT_ISOLATION),
         timeout=float(t.get("timeout", D.DEFAULT_TEST_TIMEOUT)),
     )

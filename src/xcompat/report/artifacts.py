@@ -18,8 +18,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import Any
 
-from xcompat.report.aggregate import _crash_text, _location, _tail_of, _test_items
+from xcompat.report.aggregate import _case_tail, _location
 from xcompat.report.model import Report, StageResult
+from xcompat.results import kinds as K
 
 # ABI bump -> GitLab Code Quality severity (info, minor, major, critical, blocker).
 CODEQUALITY_SEVERITY = {"major": "critical", "minor": "minor", "patch": "info", "none": "info"}
@@ -57,29 +58,28 @@ def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
                 ET.SubElement(case, "skipped", message=_clean("optional cell missing: " + cell.reason))
                 counts["skipped"] += 1
         for result in by_cell.get(cell_id, []):
-            items: list[dict[str, Any]] = _test_items(result.data) if result.kind == "test" else [
-                i for i in result.data.get("kernels", []) if isinstance(i, dict)
-            ]
+            items: list[tuple[str, str, str, float, str | None, int | None, str]] = []
+            if result.kind == "test":
+                for c in K.test_cases(result):
+                    file, line = _location(c)
+                    items.append((c.nodeid, c.outcome, c.message or c.crash_text or c.outcome, c.duration_s or 0.0,
+                                  file, line, _case_tail(c)))
+            else:
+                for k in K.kernel_results(result):
+                    items.append((k.name, k.status, k.status, 0.0, None, None, ""))
             if not items and result.status in ("failed", "crashed", "fallback", "skipped"):
-                items = [{"name": result.kind, "outcome": result.status, "message": result.summary, **result.data}]
-            for item in items:
-                name = str(item.get("nodeid") or item.get("name") or item.get("kernel") or "?")
+                items = [(result.kind, result.status, result.summary or result.status, 0.0, None, None, "")]
+            for name, outcome, message, seconds, file, line, tail in items:
                 module, _, short = name.rpartition("::")
                 classname = f"{cell_id}.{module.replace('/', '.').removesuffix('.py')}" if module else cell_id
-                duration = item.get("duration")
-                seconds = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0
                 suite_time += seconds
                 attrs = {"classname": _clean(classname), "name": _clean(short or name), "time": f"{seconds:.3f}"}
-                file, line = _location(item)
                 if file:
                     attrs["file"] = _clean(file)
                 if line:
                     attrs["line"] = str(line)
                 case = ET.SubElement(suite, "testcase", attrs)
                 counts["tests"] += 1
-                outcome = str(item.get("outcome") or item.get("status") or "unknown")
-                message = str(item.get("message") or _crash_text(item.get("crash")) or outcome)
-                tail = _tail_of(item)
                 if outcome in ("passed", "xfailed", "xpassed", "xfail"):
                     pass
                 elif outcome in ("skipped", "deselected"):

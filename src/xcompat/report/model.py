@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from xcompat.results.envelope import StageResult
+from xcompat.results.status import BUMP_ORDER as _BUMPS
+from xcompat.results.status import Bump
+
 CellStatus = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
 Conclusion = Literal["success", "failure", "neutral"]
-Bump = Literal["major", "minor", "patch", "none"]
 
 CELL_STATUSES: tuple[CellStatus, ...] = ("failed", "crashed", "missing", "fallback", "skipped", "passed")
 
@@ -33,19 +36,8 @@ STATUS_ASCII: dict[str, str] = {
     "missing": "MISSING",
     "fallback": "fallback",
 }
-BUMP_ORDER: dict[str, int] = {"major": 3, "minor": 2, "patch": 1, "none": 0}
-
-
-@dataclass(frozen=True, kw_only=True)
-class StageResult:
-    """One stage result file as loaded: the common envelope plus the raw document."""
-
-    kind: str
-    cell_id: str | None
-    status: str
-    summary: str
-    source: str
-    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+# One Bump and one bump order for every reader: xcompat.results.status.
+BUMP_ORDER: dict[str, int] = {bump: rank for rank, bump in enumerate(_BUMPS)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,137 @@
+"""Find and read stage results in files and folders (a run's output, downloaded artifacts).
+
+Folders are searched recursively; hidden folders and tool state (``.git``,
+``node_modules``, ``__pycache__``) are not entered. In a folder, a JSON file that is not
+a stage result (a run's own ``report.json``, ``verify.json``, ``run.json``, a coverage.py
+``coverage.json``) is skipped and listed, so the report can say so; a ``plan.json`` is
+taken as the plan and a run's ``settings.json`` as its resolved settings. A file named
+explicitly must be a result (or the plan). Malformed JSON is an input error naming the
+file, line and column: a truncated result must never read as "no result".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xcompat.errors import InputError
+from xcompat.results.envelope import StageResult, looks_like_result, parse_envelope
+
+# A stage result is small; a bigger JSON file in a results folder is not one and is not read.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedResults:
+    results: tuple[StageResult, ...]  # as written, one per file
+    skipped_files: tuple[str, ...]  # JSON files in the folders that are not stage results
+    plan: dict[str, Any] | None = None
+    plan_source: str | None = None
+    settings: dict[str, Any] | None = None  # a run's settings.json
+    settings_source: str | None = None
+
+
+def is_plan(document: Any) -> bool:
+    return (isinstance(document, dict) and isinstance(document.get("cells"), list)
+            and document.get("kind") in (None, "plan") and "status" not in document)
+
+
+def is_settings(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("kind") == "settings"
+
+
+def check_plan(document: Any, source: str) -> dict[str, Any]:
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        raise InputError('a plan must be an object with a "cells" list', file=source,
+                         hint="write it with: xcompat matrix plan MATRIX --format json")
+    seen: set[str] = set()
+    for index, cell in enumerate(document["cells"]):
+        if not isinstance(cell, dict) or not isinstance(cell.get("id"), str) or not cell["id"]:
+            raise InputError(f'$.cells[{index}]: each cell needs a string "id"', file=source)
+        if cell["id"] in seen:
+            raise InputError(f"$.cells[{index}]: cell id {cell['id']!r} appears twice", file=source)
+        seen.add(cell["id"])
+        for key in ("python", "platform", "arch", "backend"):
+            if key in cell and not isinstance(cell[key], str):
+                raise InputError(f"$.cells[{index}].{key}: expected a string", file=source)
+        if "required" in cell and not isinstance(cell["required"], bool):
+            raise InputError(f"$.cells[{index}].required: must be true or false, got {cell['required']!r}",
+                             file=source)
+    return document
+
+
+def load_plan(path: str | Path) -> dict[str, Any]:
+    from xcompat.jsonio import read_json
+
+    return check_plan(read_json(path), str(path))
+
+
+def json_files(folder: Path) -> Iterator[Path]:
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if name.endswith(".json") and not name.startswith("."):
+                yield Path(top, name)
+
+
+def _read(path: Path) -> Any:
+    from xcompat.jsonio import read_json
+
+    return read_json(path)
+
+
+def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = None) -> LoadedResults:
+    """Every stage result under ``paths``; a plan and a run's settings found among them are kept."""
+    results: list[StageResult] = []
+    skipped: list[str] = []
+    plan = load_plan(plan_path) if plan_path is not None else None
+    plan_source = str(plan_path) if plan_path is not None else None
+    settings: dict[str, Any] | None = None
+    settings_source: str | None = None
+    seen: set[Path] = set()
+    if plan_path is not None:
+        seen.add(Path(plan_path).resolve())
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for file in json_files(path):
+                resolved = file.resolve()
+                if resolved in seen:
+                    continue
+                seen.add(resolved)
+                if file.stat().st_size > MAX_RESULT_BYTES:
+                    skipped.append(str(file))
+                    continue
+                document = _read(file)
+                if is_plan(document):
+                    if plan is None:
+                        plan, plan_source = check_plan(document, str(file)), str(file)
+                    else:
+                        skipped.append(str(file))
+                elif is_settings(document):
+                    if settings is None:
+                        settings, settings_source = document, str(file)
+                elif looks_like_result(document):
+                    results.append(parse_envelope(document, str(file)))
+                else:
+                    skipped.append(str(file))
+        elif path.is_file():
+            resolved = path.resolve()
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            document = _read(path)
+            if is_plan(document) and plan is None:
+                plan, plan_source = check_plan(document, str(path)), str(path)
+            elif is_settings(document) and settings is None:
+                settings, settings_source = document, str(path)
+            else:
+                results.append(parse_envelope(document, str(path)))
+        else:
+            raise InputError("no such file or folder", file=path, hint="pass result files or the folder holding them")
+    return LoadedResults(results=tuple(results), skipped_files=tuple(skipped), plan=plan, plan_source=plan_source,
+                         settings=settings, settings_source=settings_source)

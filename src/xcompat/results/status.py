@@ -1,0 +1,54 @@
+"""The one status order and the one ``Bump`` every reader of results uses.
+
+A stage result's ``status`` is one of ``STAGE_STATUSES``; a cell with no result is
+``missing``. ``worst`` picks a cell's status from its stages: a crash hides nothing
+behind it. Bumps are ordered from no change to a major one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from xcompat.errors import InputError
+
+Status = Literal["passed", "failed", "crashed", "skipped", "fallback"]
+CellStatus = Literal["passed", "failed", "crashed", "skipped", "fallback", "missing"]
+STAGE_STATUSES: tuple[Status, ...] = ("passed", "failed", "crashed", "skipped", "fallback")
+
+# Least to most severe. ``missing`` (a required result never came: nothing was checked at
+# all) ranks above a failure that ran and said why; a crash ranks above everything.
+SEVERITY: tuple[CellStatus, ...] = ("passed", "skipped", "fallback", "failed", "missing", "crashed")
+_RANK = {status: index for index, status in enumerate(SEVERITY)}
+
+
+def severity(status: str) -> int:
+    """Rank of a status; an unknown one counts as failed."""
+    return _RANK.get(status, _RANK["failed"])
+
+
+def worst(statuses: Iterable[str], empty: CellStatus = "missing") -> CellStatus:
+    found = list(statuses)
+    if not found:
+        return empty
+    top = max(found, key=severity)
+    return top if top in _RANK else "failed"  # type: ignore[return-value]
+
+
+Bump = Literal["none", "patch", "minor", "major"]
+BUMP_ORDER: tuple[Bump, ...] = ("none", "patch", "minor", "major")
+
+
+def bump_rank(bump: str) -> int:
+    try:
+        return BUMP_ORDER.index(bump)  # type: ignore[arg-type]
+    except ValueError:
+        raise InputError(f"unknown bump {bump!r}; expected one of {', '.join(BUMP_ORDER)}") from None
+
+
+def worst_bump(bumps: Iterable[str]) -> Bump:
+    best: Bump = "none"
+    for bump in bumps:
+        if bump_rank(bump) > bump_rank(best):
+            best = bump  # type: ignore[assignment]
+    return best
