@@ -1,5 +1,10 @@
 """Markdown rendering (GitHub-flavoured; also what GitLab renders in MR notes).
 
+The report leads with what broke and what to do (``triage``): one numbered line per
+problem, worst first, each with a "To fix" line; optional cells without a runner are one
+dim line; the cell counts are said once. Then the grid, the failures with their tails,
+the ABI changes grouped and folded, coverage, and every cell (folded).
+
 The document is a list of ``Section``s, each with renditions from full to stub, so the
 same code serves the 65,535-character check run, the 65,536-character PR comment, the
 1 MiB job summary and the 1,000,000-character GitLab note: ``budget.fit_sections`` picks
@@ -13,18 +18,15 @@ import html
 import re
 from collections.abc import Sequence
 
+from xcompat.report import display
 from xcompat.report.budget import Section
-from xcompat.report.model import (
-    STATUS_SYMBOL,
-    AbiFinding,
-    CellReport,
-    Failure,
-    FileCoverage,
-    Report,
-)
+from xcompat.report.display import pct, python_key
+from xcompat.report.model import STATUS_SYMBOL, CellReport, Failure, Report
+from xcompat.report.tails import user_frames_first
+from xcompat.report.triage import Problem, Rich, optional_missing_line, triage
 
 CONCLUSION_SYMBOL = {"success": "✅", "failure": "❌", "neutral": "⚪"}
-MAX_PROBLEMS_LISTED = 20
+MAX_PROBLEMS_LISTED = 10
 FULL_FAILURES = 30  # failures shown with their log tails where room is tight
 MANY_FULL_FAILURES = 500  # ... and where it is not
 TABLE_ROWS = 200  # rows of a table before the rest is folded into a count
@@ -51,6 +53,27 @@ def code(text: object) -> str:
     return f"{fence}{pad}{s}{pad}{fence}" if s else ""
 
 
+_HTML_CODE = str.maketrans(
+    {
+        "|": "&#124;",
+        "_": "&#95;",
+        "*": "&#42;",
+        "[": "&#91;",
+        "]": "&#93;",
+        "\\": "&#92;",
+        "~": "&#126;",
+        "`": "&#96;",
+        "$": "&#36;",
+    }
+)
+
+
+def hcode(text: object) -> str:
+    """``<code>`` for untrusted text in prose: escaped as HTML and as Markdown, mentions defused, pipes kept out of tables."""
+    s = html.escape(" ".join(str(text).split()), quote=True).translate(_HTML_CODE)
+    return f"<code>{s.replace('@', '@&#8288;')}</code>" if s else ""
+
+
 def fenced(text: str, lang: str = "text") -> str:
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -61,6 +84,22 @@ def status_label(status: str) -> str:
     return f"{STATUS_SYMBOL.get(status, '❔')} {status}"
 
 
+def rich(text: Rich) -> str:
+    """Markdown for a triage text: prose escaped, code spans, bold; the spaces between parts kept."""
+    out = []
+    for style, part in text:
+        lead = " " if part[:1].isspace() else ""
+        trail = " " if part[-1:].isspace() else ""
+        if style == "code":
+            body = hcode(part)
+        elif style == "b":
+            body = f"**{inline(part)}**" if part.strip() else ""
+        else:
+            body = inline(part)
+        out.append(f"{lead}{body}{trail}" if body else lead or trail)
+    return "".join(out)
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -68,7 +107,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _more(n: int, what: str, report: Report) -> str:
-    link = f" in the [full report]({report.artifact_url})" if report.artifact_url else " in the full report artifact"
+    link = (
+        f" in the [full report]({report.artifact_url})"
+        if report.artifact_url
+        else " in the full report artifact"
+    )
     return f"_… and {n} more {what}{link}._"
 
 
@@ -81,66 +124,142 @@ def folded_stub(title: str, detail: str, report: Report) -> str:
     return f"<details><summary>{title}: {detail}</summary>\n\nFolded to fit this channel's size limit. {link}\n\n</details>"
 
 
-def python_key(version: str) -> tuple[int, ...]:
-    nums = [int(p) for p in re.findall(r"\d+", version)]
-    return tuple(nums) + ((1,) if version.endswith("t") else (0,))
+__all__ = ["code", "fenced", "inline", "python_key", "sections"]
 
 
-# -- sections ------------------------------------------------------------------------------
-def header_section(report: Report, marker: str = "") -> Section:
-    lines = []
-    if marker:
-        lines.append(marker)
-    lines.append(f"## {CONCLUSION_SYMBOL[report.conclusion]} {inline(report.title)}: {inline(report.headline)}")
-    counts = report.counts()
+# -- the lead ------------------------------------------------------------------------------
+def _counts_line(report: Report) -> str:
+    """Every count, said once: cells by status (optional ones apart), tests, ABI, coverage."""
+    parts = []
     if report.cells:
-        lines.append(" · ".join(f"{STATUS_SYMBOL[s]} {n} {s}" for s, n in counts.items() if n))
-    if report.problems:
+        req = [c for c in report.cells if c.required]
+        opt = [c for c in report.cells if not c.required]
+        tally = []
+        for status in ("passed", "failed", "crashed", "fallback", "skipped", "missing"):
+            n_req = sum(1 for c in req if c.status == status)
+            n_opt = sum(1 for c in opt if c.status == status)
+            if n_req or n_opt:
+                extra = f" ({n_opt} optional)" if n_opt and n_req else (" optional" if n_opt else "")
+                tally.append(f"{STATUS_SYMBOL[status]} {n_req + n_opt}{extra} {status}")
+        parts.append(f"{len(report.cells)} cell{'s' if len(report.cells) != 1 else ''}: " + " · ".join(tally))
+    passed, failed, skipped = display.test_totals(report)
+    if passed or failed:
+        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
+    if report.abi is not None:
+        parts.append(
+            f"ABI {report.abi.required_bump} bump" if report.abi.required_bump != "none" else "ABI unchanged"
+        )
+    if report.coverage is not None and report.coverage.percent is not None:
+        cov = report.coverage
+        diff = f", diff {pct(cov.diff_percent)}" if cov.diff_percent is not None else ""
+        parts.append(f"coverage {pct(cov.percent)}{diff}")
+    return " — ".join(parts)
+
+
+def _verdict(report: Report, gating: list[Problem]) -> str:
+    if report.conclusion == "success":
+        required = sum(1 for c in report.cells if c.required)
+        return f"all {required} required cells passed" if required else "passed"
+    if report.conclusion == "neutral":
+        return "nothing conclusive ran"
+    n = len(gating) or len(report.problems)
+    return f"{n} problem{'s' if n != 1 else ''} keep{'s' if n == 1 else ''} this red" if n else "failed"
+
+
+def _problem_md(i: int, p: Problem) -> str:
+    line = f"{i}. {STATUS_SYMBOL.get(p.status, '⚠️')} {rich(p.title)}"
+    if p.fix:
+        line += f"  \n   **To fix:** {rich(p.fix)}"
+    return line
+
+
+def header_section(report: Report, marker: str = "") -> Section:
+    problems = triage(report)
+    gating = [p for p in problems if p.gating]
+    quiet = [p for p in problems if not p.gating]
+    top = [marker] if marker else []
+    top.append(
+        f"## {CONCLUSION_SYMBOL[report.conclusion]} {inline(report.title)}: {_verdict(report, gating)}"
+    )
+    counts = _counts_line(report)
+    lines = list(top)
+    if counts:
+        lines.append(counts)
+    if gating:
         lines.append("")
-        lines.append("**Why this is not green:**")
-        for problem in report.problems[:MAX_PROBLEMS_LISTED]:
-            lines.append(f"- {inline(problem)}")
-        if len(report.problems) > MAX_PROBLEMS_LISTED:
-            lines.append(f"- … and {len(report.problems) - MAX_PROBLEMS_LISTED} more")
+        lines += [_problem_md(i, p) for i, p in enumerate(gating[:MAX_PROBLEMS_LISTED], 1)]
+        if len(gating) > MAX_PROBLEMS_LISTED:
+            lines.append(
+                f"{MAX_PROBLEMS_LISTED + 1}. … and {len(gating) - MAX_PROBLEMS_LISTED} more; see Failures below"
+            )
+    elif report.problems:  # a problem triage has no words for: say it as the aggregate did
+        lines.append("")
+        lines += [f"- {inline(p)}" for p in report.problems[:MAX_PROBLEMS_LISTED]]
+    dim = []
+    optional = optional_missing_line(report)
+    if optional:
+        dim.append(rich(optional))
+    for p in quiet[:MAX_PROBLEMS_LISTED]:
+        prefix = "optional: " if p.status != "warning" else "warning: "
+        dim.append(prefix + rich(p.title) + (f". To fix: {rich(p.fix)}" if p.fix else ""))
+    if dim:
+        lines.append("")
+        lines += [f"<sub>{d}</sub>  " for d in dim]
     if report.artifact_url:
-        lines.append("")
-        lines.append(f"[Full report]({report.artifact_url})")
-    short = lines[: (2 if marker else 1) + (1 if report.cells else 0)]
-    if report.problems:
-        short.append(f"{len(report.problems)} problem(s) keep this report from being green.")
+        lines += ["", f"[Full report]({report.artifact_url})"]
+    short = list(top)
+    if counts:
+        short.append(counts)
+    if gating:
+        short.append(f"First: {rich(gating[0].title)}")
     if report.artifact_url:
         short.append(f"[Full report]({report.artifact_url})")
     return Section(key="header", priority=0, renditions=("\n".join(lines), "\n".join(short)))
 
 
+# -- grid ------------------------------------------------------------------------------------
+def _cell_md(cell: CellReport, compact: bool) -> str:
+    sym = STATUS_SYMBOL[cell.status]
+    if cell.status == "missing":
+        text = f"{sym} no result"
+    elif compact:
+        text = f"{sym} {cell.status}"
+    else:
+        text = inline(display.stage_text(cell))
+        if cell.status != "passed" and all(p.status != cell.status for p in display.stage_parts(cell)):
+            text = f"{sym} {text}"
+    note = display.tested_note(cell)
+    if note and not compact:
+        text += f"<br><sub>{inline(note)}</sub>"
+    if not cell.required:
+        text = f"<sub>{text} · optional</sub>" if not compact else f"<sub>{text}</sub>"
+    return text
+
+
 def _grid(report: Report, compact: bool) -> str:
-    pythons = sorted({c.python for c in report.cells}, key=python_key)
-    devices = sorted({c.device for c in report.cells})
-    index: dict[tuple[str, str], list[CellReport]] = {}
-    for c in report.cells:
-        index.setdefault((c.python, c.device), []).append(c)
+    grid = display.build_grid(report.cells)
+    fw_column = any(row.frameworks for row in grid.rows)
+    header = ["Device"] + (["Frameworks"] if fw_column else []) + [inline(py) for py in grid.pythons]
     rows = []
-    for py in pythons:
-        row = [f"**{inline(py)}**"]
-        for dev in devices:
-            cells = index.get((py, dev), [])
-            if not cells:
-                row.append("·")
-            elif compact:
-                tally: dict[str, int] = {}
-                for c in cells:
-                    tally[c.status] = tally.get(c.status, 0) + 1
-                row.append(" ".join(f"{STATUS_SYMBOL[s]}{n}" for s, n in tally.items()))
-            else:
-                parts = []
-                for c in cells:
-                    label = inline(c.framework_label) if c.framework_label else ""
-                    opt = " (optional)" if not c.required else ""
-                    parts.append(f"{STATUS_SYMBOL[c.status]} {c.status}{(' ' + label) if label else ''}{opt}")
-                row.append("<br>".join(parts))
-        rows.append(row)
-    legend = " · ".join(f"{sym} {name}" for name, sym in STATUS_SYMBOL.items()) + " · `·` not in the matrix"
-    return _table(["Python"] + [inline(d) for d in devices], rows) + "\n\n" + legend
+    for row in grid.rows:
+        out = [inline(row.device)] + ([inline(row.frameworks) or "—"] if fw_column else [])
+        for py in grid.pythons:
+            cell = row.cells.get(py)
+            out.append(_cell_md(cell, compact) if cell else "·")
+        rows.append(out)
+    caption = []
+    if grid.common:
+        caption.append("every cell: " + inline(display.framework_text(grid.common)))
+    if grid.collisions:
+        caption.append(f"{grid.collisions} cell(s) share a slot with another; all are listed under All cells")
+    legend = " · ".join(
+        f"{sym} {name}"
+        for name, sym in STATUS_SYMBOL.items()
+        if name in ("passed", "failed", "crashed", "skipped", "missing", "fallback")
+    )
+    legend += " · `·` not in the matrix · <sub>small: optional</sub>"
+    table = _table(header, rows)
+    return "\n\n".join(filter(None, ["; ".join(caption).capitalize() if caption else "", table, legend]))
 
 
 def grid_section(report: Report) -> Section:
@@ -158,6 +277,14 @@ def grid_section(report: Report) -> Section:
     )
 
 
+# -- failures ----------------------------------------------------------------------------------
+def shown_failures(report: Report) -> list[Failure]:
+    """Failures with something to show: not missing cells (the lead says those) nor the ABI stage (its own section)."""
+    return [
+        f for f in report.failures if f.kind != "cell" and not (f.kind == "abi" and report.abi is not None)
+    ]
+
+
 def _failure_title(f: Failure) -> str:
     """HTML (it goes inside ``<summary>``, where Markdown is not rendered)."""
     esc = html.escape
@@ -165,7 +292,9 @@ def _failure_title(f: Failure) -> str:
     loc = f" ({esc(f.file)}{':' + str(f.line) if f.line else ''})" if f.file else ""
     opt = " (optional cell)" if not f.required else ""
     name = esc(" ".join(f.name.split())).replace("@", "@\u2060")
-    return f"{STATUS_SYMBOL.get(f.outcome, '❌')} <b>{esc(f.outcome)}</b> <code>{name}</code>{where}{loc}{opt}"
+    return (
+        f"{STATUS_SYMBOL.get(f.outcome, '❌')} <b>{esc(f.outcome)}</b> <code>{name}</code>{where}{loc}{opt}"
+    )
 
 
 def _failure_full(f: Failure) -> str:
@@ -174,20 +303,25 @@ def _failure_full(f: Failure) -> str:
         lines.append(inline(f.message))
         lines.append("")
     if f.log_tail:
-        lines.append(fenced(f.log_tail))
+        lines.append(fenced(user_frames_first(f.log_tail)))
         lines.append("")
     lines.append("</details>")
     return "\n".join(lines)
 
 
 def failures_section(report: Report) -> Section:
-    failures = report.failures
+    failures = shown_failures(report)
     if not failures:
         return Section(key="failures", priority=2, renditions=("",))
     title = f"### Failures ({len(failures)})"
     header = ["Outcome", "Test / stage", "Cell", "Message"]
     rows = [
-        [status_label(f.outcome), code(f.name), code(f.cell_id) if f.cell_id else "—", inline(f.message[:300])]
+        [
+            status_label(f.outcome),
+            code(f.name),
+            code(f.cell_id) if f.cell_id else "—",
+            inline(f.message[:300]),
+        ]
         for f in failures
     ]
 
@@ -216,54 +350,66 @@ def failures_section(report: Report) -> Section:
     return Section(key="failures", priority=2, renditions=tuple(renditions))
 
 
-def _abi_rows(findings: Sequence[AbiFinding]) -> list[list[str]]:
-    return [
-        [
-            inline(f.required_bump),
-            inline(f.kind),
-            inline(f.library) or "—",
-            code(f.display_symbol) or "—",
-            inline(f.message)[:200] or "—",
-        ]
-        for f in findings
-    ]
+# -- ABI ---------------------------------------------------------------------------------------
+def _abi_groups_md(groups: list[display.AbiGroup], limit: int) -> tuple[str, int]:
+    lines = []
+    shown = 0
+    for g in groups:
+        lines.append(f"**{inline(g.title)}** ({g.bump}, {g.count})")
+        for item in g.items:
+            if shown >= limit:
+                break
+            libs = ", ".join(item.short_libraries)
+            what = code(item.symbol) if item.symbol else ""
+            detail = inline(item.detail)[:240]
+            where = f"in {inline(libs)}" if libs and libs not in ("—", "wheel") else ""
+            head = " ".join(b for b in (what, where) if b)
+            lines.append("- " + (f"{head} — {detail}" if head and detail else head or detail))
+            shown += 1
+        lines.append("")
+    return "\n".join(lines).strip(), shown
 
 
 def abi_section(report: Report) -> Section:
     abi = report.abi
     if abi is None:
         return Section(key="abi", priority=3, renditions=("",))
+    groups = display.group_abi(abi.findings)
     by_bump: dict[str, int] = {}
     for f in abi.findings:
         by_bump[f.required_bump] = by_bump.get(f.required_bump, 0) + 1
-    tally = ", ".join(f"{n} {b}" for b, n in by_bump.items()) or "no findings"
-    head = f"### ABI: required bump **{abi.required_bump}** ({status_label(abi.status)})\n\n{tally}"
-    if abi.summary:
-        head += f". {inline(abi.summary)}"
+    tally = ", ".join(f"{n} {b}" for b, n in by_bump.items())
+    versions = (
+        f" · {code(f'{abi.old_version} → {abi.new_version}')}"
+        + (f" is a {abi.actual_bump} bump" if abi.actual_bump else "")
+        if abi.old_version and abi.new_version
+        else ""
+    )
+    head = f"### ABI: {STATUS_SYMBOL.get(abi.status, '❔')} {abi.required_bump} bump required{versions}"
     if not abi.findings:
-        return Section(key="abi", priority=3, renditions=(head,))
-    header = ["Bump", "Kind", "Library", "Symbol", "Detail"]
-    rows = _abi_rows(abi.findings)
-    full = head + "\n\n" + _table(header, rows[:TABLE_ROWS])
-    if len(rows) > TABLE_ROWS:
-        full += "\n\n" + _more(len(rows) - TABLE_ROWS, "findings", report)
-    short = head + "\n\n" + _table(header, rows[:20])
-    if len(rows) > 20:
-        short += "\n\n" + _more(len(rows) - 20, "findings", report)
-    return Section(key="abi", priority=3, renditions=(full, short, head))
+        return Section(
+            key="abi", priority=3, renditions=(head + "\n\nNo changes to the exported interface.",)
+        )
+    titles = " · ".join(f"{inline(g.title)} ({g.count})" for g in groups)
+    summary = f"{len(abi.findings)} changes ({tally}) in {len(groups)} groups"
+    full_body, shown = _abi_groups_md(groups, TABLE_ROWS)
+    more = (
+        "\n\n" + _more(len(abi.findings) - shown, "changes", report)
+        if sum(len(g.items) for g in groups) > shown
+        else ""
+    )
+    full = f"{head}\n\n{titles}\n\n<details><summary>{summary}</summary>\n\n{full_body}{more}\n\n</details>"
+    short_body, shown_short = _abi_groups_md(groups, 20)
+    more_short = (
+        "\n\n" + _more(sum(len(g.items) for g in groups) - shown_short, "changes", report)
+        if sum(len(g.items) for g in groups) > shown_short
+        else ""
+    )
+    short = f"{head}\n\n{titles}\n\n<details><summary>{summary}</summary>\n\n{short_body}{more_short}\n\n</details>"
+    return Section(key="abi", priority=3, renditions=(full, short, f"{head}\n\n{titles}", head))
 
 
-def _ranges(f: FileCoverage, limit: int = 12) -> str:
-    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in f.uncovered[:limit]]
-    if len(f.uncovered) > limit:
-        parts.append(f"… +{len(f.uncovered) - limit}")
-    return ", ".join(parts) or "—"
-
-
-def _pct(p: float | None) -> str:
-    return "—" if p is None else f"{p:.1f}%"
-
-
+# -- coverage ------------------------------------------------------------------------------------
 def coverage_section(report: Report) -> Section:
     cov = report.coverage
     if cov is None:
@@ -271,26 +417,47 @@ def coverage_section(report: Report) -> Section:
     lines = [f"### Coverage: {_pct(cov.percent)}"]
     facts = []
     if cov.languages:
-        facts.append(", ".join(f"{inline(name)} {_pct(p)}" for name, p in cov.languages))
+        facts.append(
+            ", ".join(f"{inline(display.language_name(name))} {_pct(p)}" for name, p in cov.languages)
+        )
     if cov.diff_percent is not None:
-        thr = f" (threshold {_pct(cov.diff_threshold)})" if cov.diff_threshold is not None else ""
-        facts.append(f"diff coverage **{_pct(cov.diff_percent)}**{thr}")
+        if cov.diff_threshold is not None:
+            ok = cov.diff_percent >= cov.diff_threshold
+            facts.append(
+                f"diff coverage **{_pct(cov.diff_percent)}** {'✅' if ok else '❌'} (threshold {_pct(cov.diff_threshold)})"
+            )
+        else:
+            facts.append(f"diff coverage **{_pct(cov.diff_percent)}** (no threshold)")
+    elif cov.diff_threshold is not None:
+        facts.append(f"diff coverage not measured (threshold {_pct(cov.diff_threshold)})")
     if facts:
         lines += ["", "; ".join(facts)]
     head = "\n".join(lines)
     parts = [head]
-    diff_rows = [[code(f.path), _pct(f.percent), inline(_ranges(f))] for f in cov.diff_files if f.uncovered]
+    changed = sorted(
+        (f for f in cov.diff_files if f.uncovered),
+        key=lambda f: (f.percent if f.percent is not None else 0.0, f.path),
+    )
+    diff_rows = [[code(f.path), _pct(f.percent), inline(display.ranges_text(f))] for f in changed]
     if diff_rows:
-        parts.append("Uncovered changed lines:\n\n" + _table(["File", "Diff coverage", "Uncovered lines"], diff_rows[:TABLE_ROWS]))
+        parts.append(
+            "Uncovered changed lines, worst first:\n\n"
+            + _table(["File", "Diff coverage", "Uncovered lines"], diff_rows[:TABLE_ROWS])
+        )
         if len(diff_rows) > TABLE_ROWS:
             parts.append(_more(len(diff_rows) - TABLE_ROWS, "files", report))
     with_files = list(parts)
     if cov.files:
-        worst = sorted(cov.files, key=lambda f: (f.percent if f.percent is not None else 101.0, f.path))
-        rows = [[code(f.path), _pct(f.percent), inline(_ranges(f, 6))] for f in worst[:TABLE_ROWS]]
+        worst = display.worst_files(cov.files)
+        rows = [
+            [code(f.path), _pct(f.percent), inline(display.ranges_text(f, 6)) or "—"]
+            for f in worst[:TABLE_ROWS]
+        ]
         table = _table(["File", "Coverage", "Uncovered lines"], rows)
         more = f"\n\n{_more(len(worst) - TABLE_ROWS, 'files', report)}" if len(worst) > TABLE_ROWS else ""
-        with_files.append(f"<details><summary>Per-file coverage ({len(cov.files)} files)</summary>\n\n{table}{more}\n\n</details>")
+        with_files.append(
+            f"<details><summary>Per-file coverage, worst first ({len(cov.files)} files)</summary>\n\n{table}{more}\n\n</details>"
+        )
     renditions = ["\n\n".join(with_files)]
     if len(with_files) != len(parts):
         renditions.append("\n\n".join(parts))
@@ -299,43 +466,79 @@ def coverage_section(report: Report) -> Section:
     return Section(key="coverage", priority=4, renditions=tuple(renditions))
 
 
+def _pct(p: float | None) -> str:
+    return "—" if p is None else f"{p:.1f}%"
+
+
 def cells_section(report: Report) -> Section:
     if not report.cells:
         return Section(key="cells", priority=5, renditions=("",))
     rows = []
     for c in report.cells:
-        tests = f"{c.tests_passed}/{c.tests_passed + c.tests_failed}" if (c.tests_passed or c.tests_failed) else "—"
         stages = ", ".join(f"{s.kind} {STATUS_SYMBOL.get(s.status, '❔')}" for s in c.stages) or "—"
+        tests = (
+            f"{c.tests_passed}/{c.tests_passed + c.tests_failed}"
+            if (c.tests_passed or c.tests_failed)
+            else "—"
+        )
+        # The reason only where the stages do not already say it (missing, skipped, fallback).
+        reason = inline(c.reason)[:300] if c.status in ("missing", "skipped", "fallback") else ""
+        note = display.tested_note(c)
         rows.append(
             [
                 code(c.id),
                 status_label(c.status) + ("" if c.required else " (optional)"),
                 inline(stages),
                 tests,
-                inline(c.reason)[:300] or "—",
+                "; ".join(x for x in (reason, inline(note)) if x) or "—",
             ]
         )
-    table = _table(["Cell", "Status", "Stages", "Tests passed", "Reason"], rows[:TABLE_ROWS])
+    table = _table(["Cell", "Status", "Stages", "Tests passed", "Note"], rows[:TABLE_ROWS])
     if len(rows) > TABLE_ROWS:
         table += "\n\n" + _more(len(rows) - TABLE_ROWS, "cells", report)
     body = f"<details><summary>All cells ({len(report.cells)})</summary>\n\n{table}\n\n</details>"
-    return Section(key="cells", priority=5, renditions=(body, folded_stub("All cells", f"{len(rows)}", report)))
+    return Section(
+        key="cells", priority=5, renditions=(body, folded_stub("All cells", f"{len(rows)}", report))
+    )
+
+
+def other_warnings(report: Report) -> list[str]:
+    """Warnings the lead does not already say (optional cells and diff coverage are there)."""
+    return [w for w in report.warnings if not w.startswith(("optional cell ", "diff coverage "))]
 
 
 def other_section(report: Report) -> Section:
     lines = []
     if report.other:
-        rows = [[inline(r.kind), code(r.cell_id) if r.cell_id else "—", status_label(r.status), inline(r.summary)[:300]] for r in report.other]
-        lines.append("### Other results\n\n" + _table(["Kind", "Cell", "Status", "Summary"], rows[:TABLE_ROWS]))
-    if report.warnings:
-        lines.append("**Warnings:**\n\n" + "\n".join(f"- {inline(w)}" for w in report.warnings[:50]))
-        if len(report.warnings) > 50:
-            lines.append(f"- … and {len(report.warnings) - 50} more")
+        rows = [
+            [
+                inline(r.kind),
+                code(r.cell_id) if r.cell_id else "—",
+                status_label(r.status),
+                inline(r.summary)[:300],
+            ]
+            for r in report.other
+        ]
+        lines.append(
+            "### Other results\n\n" + _table(["Kind", "Cell", "Status", "Summary"], rows[:TABLE_ROWS])
+        )
+    warnings = other_warnings(report)
+    if warnings:
+        lines.append("**Warnings:**\n\n" + "\n".join(f"- {inline(w)}" for w in warnings[:50]))
+        if len(warnings) > 50:
+            lines.append(f"- … and {len(warnings) - 50} more")
     if report.notes:
         lines.append("\n".join(f"_{inline(n)}_" for n in report.notes[:20]))
     if not lines:
         return Section(key="other", priority=6, renditions=("",))
-    return Section(key="other", priority=6, renditions=("\n\n".join(lines), folded_stub("Other results and warnings", str(len(report.other) + len(report.warnings)), report)))
+    return Section(
+        key="other",
+        priority=6,
+        renditions=(
+            "\n\n".join(lines),
+            folded_stub("Other results and warnings", str(len(report.other) + len(warnings)), report),
+        ),
+    )
 
 
 def sections(report: Report, *, marker: str = "", include: Sequence[str] | None = None) -> list[Section]:

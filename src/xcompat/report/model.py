@@ -6,7 +6,7 @@ and the plan; renderers never look at the raw result files again.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from xcompat.results.envelope import StageResult
@@ -15,6 +15,13 @@ from xcompat.results.status import Bump
 
 CellStatus = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
 Conclusion = Literal["success", "failure", "neutral"]
+
+
+def _same_release(label: str, tested: str) -> bool:
+    """True when ``tested`` is a release of the ``label`` series: label 2.13 covers 2.13.0 and 2.13.1+cpu."""
+    base = tested.split("+", 1)[0]
+    return base == label or base.startswith(label + ".")
+
 
 CELL_STATUSES: tuple[CellStatus, ...] = ("failed", "crashed", "missing", "fallback", "skipped", "passed")
 
@@ -27,6 +34,10 @@ STATUS_SYMBOL: dict[str, str] = {
     "skipped": "⏭️",
     "missing": "⛔",
     "fallback": "⚠️",
+    # Test outcomes shown next to cell statuses (failures, legends).
+    "error": "❗",
+    "timeout": "⏱️",
+    "leaked": "💧",
 }
 STATUS_ASCII: dict[str, str] = {
     "passed": "ok",
@@ -64,6 +75,27 @@ class CellReport:
     tests_passed: int = 0
     tests_failed: int = 0
     tests_skipped: int = 0
+    # Display facts (optional; empty when the results did not say):
+    # the runner labels the plan gave this cell, shown when its job never reported;
+    runs_on: tuple[str, ...] = ()
+    # the framework versions actually installed when the cell ran (probe or test stage),
+    # shown when they differ from the cell's label (numpy 2.1 ran as 2.4.6).
+    tested_frameworks: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def tests_total(self) -> int:
+        return self.tests_passed + self.tests_failed + self.tests_skipped
+
+    @property
+    def tested_differences(self) -> tuple[tuple[str, str, str], ...]:
+        """(name, label version, tested version) where the cell ran another version than its label."""
+        label = dict(self.frameworks)
+        out = []
+        for name, tested in self.tested_frameworks:
+            want = label.get(name)
+            if want is not None and tested != want and not _same_release(want, tested):
+                out.append((name, want, tested))
+        return tuple(out)
 
     @property
     def device(self) -> str:
@@ -117,6 +149,10 @@ class AbiSection:
     findings: tuple[AbiFinding, ...]
     status: str
     summary: str
+    # Optional facts for the "To fix" line: the bump the version change makes and the versions.
+    actual_bump: Bump | None = None
+    old_version: str | None = None
+    new_version: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +210,7 @@ class Report:
             d["frameworks"] = dict(c.frameworks)
             d["stages"] = [asdict(s) for s in c.stages]
             d["tests"] = {"passed": c.tests_passed, "failed": c.tests_failed, "skipped": c.tests_skipped}
-            for key in ("tests_passed", "tests_failed", "tests_skipped"):
+            for key in ("tests_passed", "tests_failed", "tests_skipped", "runs_on", "tested_frameworks"):
                 d.pop(key)
             return d
 
@@ -201,7 +237,13 @@ class Report:
             "abi": None,
             "coverage": None,
             "other": [
-                {"kind": r.kind, "cell_id": r.cell_id, "status": r.status, "summary": r.summary, "source": r.source}
+                {
+                    "kind": r.kind,
+                    "cell_id": r.cell_id,
+                    "status": r.status,
+                    "summary": r.summary,
+                    "source": r.source,
+                }
                 for r in self.other
             ],
             "notes": list(self.notes),

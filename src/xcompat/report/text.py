@@ -1,15 +1,24 @@
-"""Plain-text rendering for terminals and CI logs: ASCII status words, no markup."""
+"""Plain-text rendering for terminals and CI logs: ASCII status words, no markup.
+
+Same order as the Markdown: the verdict, each problem with its "To fix" line, one line
+for optional cells without a result, then the grid and the details.
+"""
 
 from __future__ import annotations
 
+from xcompat.report import display
 from xcompat.report.budget import Section
-from xcompat.report.markdown import python_key
 from xcompat.report.model import STATUS_ASCII, Report
+from xcompat.report.tails import user_frames_first
+from xcompat.report.triage import optional_missing_line, plain, triage
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = lambda cols: "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
+
+    def line(cols: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()
+
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
@@ -17,57 +26,107 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _cell_text(cell) -> str:  # type: ignore[no-untyped-def]
+    if cell.status == "missing":
+        text = "MISSING"
+    else:
+        parts = display.stage_parts(cell)
+        text = (
+            " ".join(
+                f"{p.kind}:{STATUS_ASCII.get(p.status, p.status)}{('(' + p.detail + ')') if p.detail else ''}"
+                for p in parts
+            )
+            or STATUS_ASCII[cell.status]
+        )
+        if cell.status != "passed" and all(p.status != cell.status for p in parts):
+            text = f"{STATUS_ASCII[cell.status]} {text}"
+    note = display.tested_note(cell)
+    if note:
+        text += f" [{note}]"
+    return text + ("" if cell.required else "?")
+
+
 def text_sections(report: Report) -> list[Section]:
     out: list[Section] = []
+    problems = triage(report)
+    gating = [p for p in problems if p.gating]
     head = [f"{report.title}: {report.conclusion.upper()}: {report.headline}"]
-    for problem in report.problems:
-        head.append(f"  problem: {_one_line(problem)}")
+    for i, p in enumerate(gating, 1):
+        head.append(f"  {i}. {STATUS_ASCII.get(p.status, p.status.upper())}: {_one_line(plain(p.title))}")
+        if p.fix:
+            head.append(f"     to fix: {_one_line(plain(p.fix))}")
+    if not gating:
+        head += [f"  problem: {_one_line(problem)}" for problem in report.problems]
+    optional = optional_missing_line(report)
+    if optional:
+        head.append(f"  ({_one_line(plain(optional))})")
+    for p in problems:
+        if not p.gating:
+            head.append(
+                f"  ({'warning' if p.status == 'warning' else 'optional'}: {_one_line(plain(p.title))})"
+            )
     if report.artifact_url:
         head.append(f"  full report: {report.artifact_url}")
     out.append(Section(key="header", priority=0, renditions=("\n".join(head),)))
     if report.cells:
-        pythons = sorted({c.python for c in report.cells}, key=python_key)
-        devices = sorted({c.device for c in report.cells})
-        index: dict[tuple[str, str], list[str]] = {}
-        for c in report.cells:
-            label = STATUS_ASCII[c.status] + (f"({c.framework_label})" if c.framework_label else "")
-            index.setdefault((c.python, c.device), []).append(label + ("" if c.required else "?"))
-        rows = [[py] + [" ".join(index.get((py, d), ["."])) for d in devices] for py in pythons]
-        grid = "Matrix (? = optional cell, . = not in the matrix)\n" + _table(["python"] + devices, rows)
-        out.append(Section(key="grid", priority=1, renditions=(grid, "")))
-        cell_rows = [[c.id, STATUS_ASCII[c.status], _one_line(c.reason)[:120]] for c in report.cells]
-        out.append(Section(key="cells", priority=5, renditions=("Cells\n" + _table(["cell", "status", "reason"], cell_rows), "")))
-    if report.failures:
-        lines = [f"Failures ({len(report.failures)})"]
-        for f in report.failures:
+        grid = display.build_grid(report.cells)
+        fw = any(r.frameworks for r in grid.rows)
+        header = ["device"] + (["frameworks"] if fw else []) + list(grid.pythons)
+        rows = []
+        for r in grid.rows:
+            row = [r.device] + ([r.frameworks or "-"] if fw else [])
+            row += [_cell_text(r.cells[py]) if py in r.cells else "." for py in grid.pythons]
+            rows.append(row)
+        common = f"; every cell: {display.framework_text(grid.common)}" if grid.common else ""
+        text = f"Matrix (? = optional cell, . = not in the matrix{common})\n" + _table(header, rows)
+        out.append(Section(key="grid", priority=1, renditions=(text, "")))
+        cell_rows = [
+            [c.id, STATUS_ASCII[c.status] + ("" if c.required else "?"), _one_line(c.reason)[:120]]
+            for c in report.cells
+        ]
+        out.append(
+            Section(
+                key="cells",
+                priority=5,
+                renditions=("Cells\n" + _table(["cell", "status", "reason"], cell_rows), ""),
+            )
+        )
+    from xcompat.report.markdown import shown_failures
+
+    failures = shown_failures(report)
+    if failures:
+        lines = [f"Failures ({len(failures)})"]
+        for f in failures:
             where = f" [{f.cell_id}]" if f.cell_id else ""
             loc = f" at {f.file}{':' + str(f.line) if f.line else ''}" if f.file else ""
             lines.append(f"- {f.outcome.upper()} {_one_line(f.name)}{where}{loc}")
             if f.message:
                 lines.append(f"    {_one_line(f.message)}")
-            for tail_line in f.log_tail.splitlines():
+            for tail_line in user_frames_first(f.log_tail).splitlines() if f.log_tail else []:
                 lines.append(f"    | {tail_line}")
         out.append(Section(key="failures", priority=2, renditions=("\n".join(lines), "")))
     if report.abi is not None:
         abi = report.abi
-        lines = [f"ABI: required bump {abi.required_bump} ({abi.status}) {_one_line(abi.summary)}".rstrip()]
-        for finding in abi.findings:
-            lines.append(
-                f"- {finding.required_bump:5} {finding.kind} {finding.library} {_one_line(finding.display_symbol)}"
-            )
+        lines = [f"ABI: {abi.required_bump} bump required ({abi.status})"]
+        for g in display.group_abi(abi.findings):
+            lines.append(f"  {g.title} ({g.bump}, {g.count})")
+            for item in g.items:
+                libs = ", ".join(item.short_libraries)
+                lines.append(f"    - {item.symbol or '-'} [{libs}] {_one_line(item.detail)}".rstrip())
         out.append(Section(key="abi", priority=3, renditions=("\n".join(lines), "")))
     if report.coverage is not None:
         cov = report.coverage
-        pct = "n/a" if cov.percent is None else f"{cov.percent:.1f}%"
-        lines = [f"Coverage: {pct}"]
-        for name, p in cov.languages:
-            lines.append(f"  {name}: {p:.1f}%")
+        lines = [f"Coverage: {display.pct(cov.percent)}"]
+        for name, percent in cov.languages:
+            lines.append(f"  {display.language_name(name)}: {percent:.1f}%")
         if cov.diff_percent is not None:
-            lines.append(f"  diff coverage: {cov.diff_percent:.1f}%")
+            thr = f" (threshold {cov.diff_threshold:.1f}%)" if cov.diff_threshold is not None else ""
+            lines.append(f"  diff coverage: {cov.diff_percent:.1f}%{thr}")
         for changed in cov.diff_files:
             if changed.uncovered:
-                ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in changed.uncovered)
-                lines.append(f"  uncovered changed lines in {changed.path}: {ranges}")
+                lines.append(
+                    f"  uncovered changed lines in {changed.path}: {display.ranges_text(changed, 40)}"
+                )
         out.append(Section(key="coverage", priority=4, renditions=("\n".join(lines), "")))
     extra = [f"warning: {_one_line(w)}" for w in report.warnings]
     extra += [f"{r.kind} [{r.cell_id or '-'}]: {r.status}: {_one_line(r.summary)}" for r in report.other]

@@ -47,8 +47,13 @@ def test_markdown_grid_shows_every_status_distinctly(mixed):
     text = render(mixed[0], "markdown")
     grid = text.split("### Matrix", 1)[1].split("###", 1)[0]
     for word in ("✅ passed", "❌ failed", "💥 crashed", "⛔ missing", "⚠️ fallback"):
-        assert word in grid
-    assert "(optional)" in grid
+        assert word in grid  # the legend
+    rows = {line.split("|")[1].strip(): line for line in grid.splitlines() if line.startswith("| linux") or line.startswith("| macos")}
+    assert "tests ✅ 1/1" in rows["linux x86\\_64 cpu"]
+    assert "tests ❌ 1/2" in rows["linux x86\\_64 cuda12.8"]
+    assert "tests 💥 0/1" in rows["linux aarch64 cpu"] and "💥 tests" not in rows["linux aarch64 cpu"]  # one symbol, not two
+    assert "⛔ no result" in rows["macos arm64 mps"]
+    assert "<sub>" in rows["linux x86\\_64 rocm6.2"] and "optional" in rows["linux x86\\_64 rocm6.2"]
     # Failures come before ABI and coverage.
     assert text.index("### Failures") < text.index("### ABI") < text.index("### Coverage")
 
@@ -91,8 +96,9 @@ def test_html_is_self_contained(mixed, tmp_path):
     assert "script" not in parser.tags and "link" not in parser.tags and "img" not in parser.tags
     assert not [v for k, v in parser.attrs if k in ("src", "href") and v and not v.startswith("#")]
     for status in ("passed", "failed", "crashed", "missing", "fallback"):
-        assert f'class="s {status}"' in text
-    assert "Device × Python" in text and "ABI: required bump major" in text and "Coverage: 81.5%" in text
+        assert f'class="chip {status}"' in text
+    assert "<h2>Matrix</h2>" in text and "major bump required" in text and "Coverage: 81.5%" in text
+    assert "To fix:" in text and "<h2>Other</h2><ul>\n</ul>" not in text
 
 
 def test_html_escapes_everything():

@@ -1,0 +1,410 @@
+"""What broke and what to do: the report's problems, worst first, each with a "To fix" line.
+
+``triage(report)`` reads only the report model. Order: crashed tests, failed tests,
+other failed stages, the ABI verdict, fallback lanes, failed cell-less results (gate,
+coverage), required cells without a result, skipped required cells; then what does not
+gate (optional cells, a diff-coverage warning). Problems that share a cause are one
+line: a test failing in twelve cells, or thirty cells whose runner never came.
+
+Texts are ``Rich`` tuples of (style, text) segments, style "" (prose), "code" or "b"
+(bold), so each renderer escapes and marks them up its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from xcompat.report.display import group_abi, short_library
+from xcompat.report.model import BUMP_ORDER, CellReport, Failure, Report
+from xcompat.report.tails import failing_assertion, first_user_frame, frames
+
+Rich = tuple[tuple[str, str], ...]
+TEST_OUTCOMES_FAILED = ("failed", "error", "timeout", "leaked", "crashed")
+MAX_CELLS_NAMED = 3
+
+
+def rich(*parts: str | tuple[str, str]) -> Rich:
+    return tuple(p if isinstance(p, tuple) else ("", p) for p in parts if p)
+
+
+def code(text: str) -> tuple[str, str]:
+    return ("code", text)
+
+
+def bold(text: str) -> tuple[str, str]:
+    return ("b", text)
+
+
+def plain(text: Rich) -> str:
+    return "".join(f"`{t}`" if style == "code" else t for style, t in text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    status: str  # the symbol's status: crashed, failed, missing, fallback, skipped, warning
+    title: Rich
+    fix: Rich = ()
+    cells: tuple[str, ...] = ()
+    gating: bool = True  # False: optional cells, warnings; shown dimmer, never red
+    section: str = "failures"  # where the details are: failures, abi, coverage, cells
+
+
+def _cells_phrase(ids: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    ids = sorted(set(ids))
+    if not ids:
+        return ()
+    if len(ids) == 1:
+        return (("", " in "), code(ids[0]))
+    named: list[tuple[str, str]] = [("", f" in {len(ids)} cells: ")]
+    for i, cid in enumerate(ids[:MAX_CELLS_NAMED]):
+        named += [("", ", ") if i else ("", ""), code(cid)]
+    if len(ids) > MAX_CELLS_NAMED:
+        named.append(("", f" and {len(ids) - MAX_CELLS_NAMED} more"))
+    return tuple(p for p in named if p[1])
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
+    first = group[0]
+    cells = tuple(f.cell_id for f in group if f.cell_id)
+    gating = any(f.required for f in group)
+    title = rich(code(name), bold(f" {outcome}"), *_cells_phrase(cells))
+    tail = first.log_tail
+    if outcome == "crashed":
+        signal = _first_line(first.message)
+        if signal and signal != "crashed":
+            title = rich(code(name), bold(f" crashed ({signal})"), *_cells_phrase(cells))
+        found = frames(tail)
+        user = first_user_frame(tail)
+        if user is not None:
+            where = user.where(first.file)
+            index = found.index(user)
+            callee = found[index - 1].func if index > 0 else ""
+            fix = rich(
+                "the crash is in ",
+                code(where),
+                *((" calling ", code(callee)) if callee else ()),
+                "; reproduce it alone with ",
+                code(f"xcompat test --isolate test {name}"),
+            )
+        else:
+            fix = rich(
+                "reproduce it alone with ",
+                code(f"xcompat test --isolate test {name}"),
+                "; the trace is under Failures",
+            )
+    elif outcome == "timeout":
+        fix = rich(
+            "it ran past the per-test timeout: the stack at the timeout is under Failures; fix the hang or raise ",
+            code("tests.timeout"),
+            " in the matrix",
+        )
+    elif outcome == "leaked":
+        fix = rich(
+            "memory grew over repeated calls: ",
+            _first_line(first.message) or "see the leak report under Failures",
+        )
+    else:
+        assertion = failing_assertion(tail)
+        message = _first_line(first.message)
+        if assertion is not None and assertion.source:
+            where = assertion.location or (
+                f"{first.file}:{first.line}" if first.file and first.line else first.file or ""
+            )
+            fix = rich(
+                "make ",
+                code(assertion.source),
+                " hold",
+                *((" (", code(where), ")") if where else ()),
+                *((": " + (assertion.error or message),) if (assertion.error or message) else ()),
+            )
+        elif message and message != outcome:
+            where = f"{first.file}:{first.line}" if first.file and first.line else (first.file or "")
+            fix = rich(message, *((" (", code(where), ")") if where else ()))
+        else:
+            fix = rich("see its log tail under Failures")
+    return Problem(
+        status=outcome if outcome in ("crashed", "timeout", "leaked", "error") else "failed",
+        title=title,
+        fix=fix,
+        cells=cells,
+        gating=gating,
+    )
+
+
+def _next_version(old: str | None, bump: str) -> str | None:
+    if not old:
+        return None
+    try:
+        v = Version(old)
+    except InvalidVersion:
+        return None
+    major, minor, micro = (list(v.release) + [0, 0, 0])[:3]
+    if bump == "major":
+        return f"{major + 1}.0.0"
+    if bump == "minor":
+        return f"{major}.{minor + 1}.0"
+    if bump == "patch":
+        return f"{major}.{minor}.{micro + 1}"
+    return None
+
+
+def _abi_problem(report: Report) -> Problem | None:
+    abi = report.abi
+    if abi is None or abi.status not in ("failed", "crashed", "fallback"):
+        return None
+    needed = abi.required_bump
+    actual = abi.actual_bump
+    floor = BUMP_ORDER.get(actual, -1) if actual else BUMP_ORDER.get(needed, 0) - 1
+    gating = [f for f in abi.findings if BUMP_ORDER[f.required_bump] > floor]
+    groups = group_abi(gating)
+    count = len(gating)
+    title_parts: list[str | tuple[str, str]] = [bold(f"ABI needs a {needed} bump")]
+    if count:
+        title_parts.append(f": {count} change{'s' if count != 1 else ''} ")
+        title_parts.append("exceed" if count != 1 else "exceeds")
+        title_parts.append(
+            f" the {actual} bump this version makes"
+            if actual and actual != "none"
+            else " what the version allows"
+        )
+    if abi.old_version and abi.new_version:
+        title_parts += [" (", code(f"{abi.old_version} → {abi.new_version}"), ")"]
+    fix: list[str | tuple[str, str]] = []
+    target = _next_version(abi.old_version, needed)
+    fix.append(f"release as {target}" if target else f"make this a {needed} release")
+    restores: list[tuple[str, str]] = []
+    undo: list[str] = []
+    for g in groups:
+        if g.restorable:
+            for item in g.items:
+                libs = ", ".join(item.short_libraries)
+                label = item.symbol or item.detail
+                restores.append(code(label))
+                restores.append(("", f" ({libs})" if libs and libs != "—" else ""))
+                restores.append(("", ", "))
+        else:
+            undo.append(g.title)
+    if restores:
+        fix.append(", or restore ")
+        fix += [p for p in restores[:-1] if p[1]]
+        if undo:
+            fix.append(" and undo: " + "; ".join(undo))
+    elif undo:
+        fix.append(", or undo: " + "; ".join(undo))
+    return Problem(
+        status="failed",
+        title=rich(*title_parts),
+        fix=rich(*fix),
+        cells=tuple(sorted({f.cell_id for f in gating if f.cell_id})),
+        section="abi",
+    )
+
+
+def _labels(cell: CellReport) -> str:
+    return ", ".join(cell.runs_on)
+
+
+def _missing_problem(cells: Sequence[CellReport], gating: bool) -> list[Problem]:
+    by_runner: dict[str, list[CellReport]] = {}
+    for c in cells:
+        by_runner.setdefault(_labels(c) or c.device, []).append(c)
+    out = []
+    for key, group in sorted(by_runner.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        n = len(group)
+        ids = [c.id for c in group]
+        has_labels = bool(group[0].runs_on)
+        what = f"{n} required cell{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no result"
+        title = rich(
+            bold(what),
+            *((" (runner ", code(key), ")") if has_labels else (" (", key, ")")),
+            *_cells_phrase(ids),
+        )
+        if has_labels:
+            fix = rich(
+                "bring a runner with the labels ",
+                code(key),
+                " online (a job waits up to 24 h for one) and check the job uploaded its results, or mark these cells ",
+                code("required: false"),
+                " in the signed matrix",
+            )
+        else:
+            fix = rich(
+                "check that the ",
+                key,
+                " job ran and uploaded its results, or mark these cells ",
+                code("required: false"),
+                " in the signed matrix",
+            )
+        out.append(
+            Problem(status="missing", title=title, fix=fix, cells=tuple(ids), gating=gating, section="cells")
+        )
+    return out
+
+
+def optional_missing_line(report: Report) -> Rich:
+    """One grouped line for optional cells without a result: "31 optional cells have no result: 16 cuda (…), …"."""
+    missing = [c for c in report.cells if not c.required and c.status == "missing"]
+    if not missing:
+        return ()
+    by: dict[str, list[CellReport]] = {}
+    for c in missing:
+        by.setdefault(c.backend + (c.toolkit or ""), []).append(c)
+    parts: list[str | tuple[str, str]] = [
+        f"{len(missing)} optional cell{'s' if len(missing) != 1 else ''} ha{'ve' if len(missing) != 1 else 's'} no result (not gating): "
+    ]
+    for i, (backend, group) in enumerate(sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))):
+        if i:
+            parts.append("; ")
+        runners = sorted({_labels(c) for c in group if c.runs_on})
+        parts.append(f"{len(group)} {backend}")
+        if runners:
+            parts.append(" (runner ")
+            for j, r in enumerate(runners[:3]):
+                parts += [", " if j else "", code(r)]
+            if len(runners) > 3:
+                parts.append(f" and {len(runners) - 3} more")
+            parts.append(")")
+    return rich(*parts)
+
+
+def triage(report: Report) -> list[Problem]:
+    problems: list[Problem] = []
+    failures = list(report.failures)
+    # Tests, grouped by name and outcome over the cells they failed in.
+    tests: dict[tuple[str, str], list[Failure]] = {}
+    stages: dict[tuple[str, str, str], list[Failure]] = {}
+    for f in failures:
+        if f.kind == "test" and f.name != "test" and f.outcome in TEST_OUTCOMES_FAILED:
+            tests.setdefault((f.outcome, f.name), []).append(f)
+        elif f.kind == "cell" or (f.kind == "abi" and report.abi is not None):
+            continue  # missing cells and the ABI verdict get their own lines
+        elif f.outcome != "fallback":
+            stages.setdefault(
+                (f.kind, f.outcome, f.name if f.name != f.kind else _first_line(f.message, 160)), []
+            ).append(f)
+    order = {"crashed": 0, "failed": 1, "error": 1, "timeout": 2, "leaked": 3}
+    for (outcome, name), group in sorted(
+        tests.items(),
+        key=lambda kv: (not any(f.required for f in kv[1]), order.get(kv[0][0], 1), -len(kv[1]), kv[0][1]),
+    ):
+        problems.append(_test_problem(outcome, name, group))
+    for (kind, outcome, what), group in sorted(
+        stages.items(), key=lambda kv: (not any(f.required for f in kv[1]), kv[0])
+    ):
+        cells = tuple(f.cell_id for f in group if f.cell_id)
+        first = group[0]
+        if first.name != first.kind:
+            title = rich(bold(f"{kind} "), code(first.name), bold(f" {outcome}"), *_cells_phrase(cells))
+            fix = rich(_first_line(first.message) or "see its log tail under Failures")
+        else:
+            title = rich(bold(f"{kind} {outcome}"), *_cells_phrase(cells), *((": " + what,) if what else ()))
+            fix = rich(
+                f"see the {kind} log tail under Failures"
+                if first.log_tail
+                else f"run the {kind} stage of that cell again and read its log"
+            )
+        problems.append(
+            Problem(
+                status="crashed" if outcome == "crashed" else "failed",
+                title=title,
+                fix=fix,
+                cells=cells,
+                gating=any(f.required for f in group),
+            )
+        )
+    abi = _abi_problem(report)
+    if abi is not None:
+        problems.append(abi)
+    by_backend: dict[tuple[str, bool], list[CellReport]] = {}
+    for cell in report.cells:
+        if cell.status == "fallback":
+            by_backend.setdefault((cell.backend + (cell.toolkit or ""), cell.required), []).append(cell)
+    for (backend, required), lanes in sorted(by_backend.items(), key=lambda kv: (not kv[0][1], kv[0][0])):
+        reason = _first_line(lanes[0].reason)
+        title = rich(
+            bold(f"the {backend} lane fell back"),
+            *_cells_phrase([c.id for c in lanes]),
+            *((": " + reason,) if reason else ()),
+        )
+        labels = _labels(lanes[0])
+        fix = rich(
+            "a fallback never passes a lane: make the device usable on ",
+            *((code(labels),) if labels else ("its runner",)),
+            " (driver, runtime and torch build must agree; ",
+            code("xcompat probe"),
+            " says which check failed)",
+        )
+        problems.append(
+            Problem(
+                status="fallback", title=title, fix=fix, cells=tuple(c.id for c in lanes), gating=required
+            )
+        )
+    required_missing = [c for c in report.cells if c.required and c.status == "missing"]
+    problems += _missing_problem(required_missing, True)
+    skipped = [c for c in report.cells if c.required and c.status == "skipped"]
+    if skipped:
+        reason = _first_line(skipped[0].reason)
+        title = rich(
+            bold(f"{len(skipped)} required cell{'s' if len(skipped) != 1 else ''} skipped"),
+            *_cells_phrase([c.id for c in skipped]),
+            *((": " + reason,) if reason else ()),
+        )
+        problems.append(
+            Problem(
+                status="skipped",
+                title=title,
+                fix=rich("a skipped lane is never green: make its stages run"),
+                cells=tuple(c.id for c in skipped),
+                section="cells",
+            )
+        )
+    problems.extend(_coverage_problems(report))
+    return problems
+
+
+def _coverage_problems(report: Report) -> Iterable[Problem]:
+    cov = report.coverage
+    if (
+        cov is None
+        or cov.diff_threshold is None
+        or cov.diff_percent is None
+        or cov.diff_percent >= cov.diff_threshold
+    ):
+        return []
+    worst = sorted(
+        (f for f in cov.diff_files if f.uncovered),
+        key=lambda f: (f.percent if f.percent is not None else 0, f.path),
+    )
+    fix: list[str | tuple[str, str]] = ["cover the changed lines listed under Coverage"]
+    if worst:
+        first = worst[0]
+        a, b = first.uncovered[0]
+        fix = [
+            "cover the changed lines listed under Coverage, first ",
+            code(f"{first.path}:{a}" + (f"-{b}" if b != a else "")),
+        ]
+    gating = cov.status in ("failed", "crashed")
+    title = rich(
+        bold(f"diff coverage {cov.diff_percent:.1f}% is below the {cov.diff_threshold:.1f}% threshold")
+    )
+    return [
+        Problem(
+            status="failed" if gating else "warning",
+            title=title,
+            fix=rich(*fix),
+            gating=gating,
+            section="coverage",
+        )
+    ]
+
+
+def library_names(paths: Iterable[str]) -> str:
+    return ", ".join(dict.fromkeys(short_library(p) for p in paths))
