@@ -9,7 +9,8 @@ Extensions:
 Environment:
   SAMPLE_EXT_CUDA=0|1      0: no CUDA part; 1: require it; unset: build it when nvcc is found
   TORCH_CUDA_ARCH_LIST     e.g. "8.0;9.0+PTX" (default: [tool.sample-ext] cuda-archs)
-  CUDA_HOME / CUDA_PATH    CUDA toolkit root (else nvcc on PATH, else /usr/local/cuda)
+  CUDA_HOME / CUDA_PATH    CUDA toolkit root (else nvcc on PATH, else the pip toolkit
+                           site-packages/nvidia/cu13, else /usr/local/cuda)
 """
 
 from __future__ import annotations
@@ -45,8 +46,26 @@ def _find_nvcc() -> str | None:
     found = shutil.which("nvcc")
     if found:
         return found
+    import sysconfig
+
+    # the pip toolkit (cuda-toolkit[nvcc,cudart] wheels) in this build environment
+    pip_nvcc = Path(sysconfig.get_paths()["platlib"]) / "nvidia" / "cu13" / "bin" / "nvcc"
+    if pip_nvcc.is_file():
+        return str(pip_nvcc)
     default = Path("/usr/local/cuda/bin/nvcc")
     return str(default) if default.is_file() else None
+
+
+def _toolkit_lib_dirs(nvcc: str) -> list[str]:
+    """The toolkit's library folders, found from where nvcc really runs (its --dryrun
+    prints _HERE_, also through wrapper scripts). nvcc's own profile only looks in lib64/;
+    the pip toolkit has lib/, so the folder holding libcudart_static.a is passed explicitly."""
+    proc = subprocess.run([nvcc, "--dryrun", "-c", "probe.cu"], capture_output=True, text=True, check=False)
+    here = next((ln.split("=", 1)[1].strip() for ln in (proc.stdout + proc.stderr).splitlines()
+                 if ln.startswith("#$ _HERE_=")), None)
+    root = Path(here).parent if here else Path(nvcc).resolve().parent.parent
+    candidates = [root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))]
+    return [str(d) for d in candidates if (d / "libcudart_static.a").is_file()][:1]
 
 
 def _cuda_wanted() -> str | None:
@@ -122,6 +141,8 @@ class BuildWithCuda(BuildExtension):
         if shutil.which("ccache") and os.environ.get("SAMPLE_EXT_CCACHE", "1") != "0":
             cmd = ["ccache", NVCC]
         cmd += ["-O2", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "static", "--fmad=false"]
+        cmd += [f"-L{d}" for d in _toolkit_lib_dirs(NVCC)]
+        cmd += [f"-L{d}" for d in _toolkit_lib_dirs(NVCC)]
         cmd += [f"-DSAMPLE_EXT_ABI={ABI}", *_gencode_flags(), "csrc/ops_cuda.cu", "-o", str(target)]
         print("nvcc:", shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True)

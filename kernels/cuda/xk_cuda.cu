@@ -1,16 +1,31 @@
 // CUDA conformance kernels (hipified by torch's build on ROCm). Raw kernels and launchers
 // with plain pointers; the torch glue lives in ../torch/xk_ops_cuda.cpp.
+//
+// Indexing is 64-bit throughout (int64_t element counts and grid-stride loops), so tensors
+// of more than 2^31 elements are addressed correctly.
+
+// ROCm 6.2-6.x provide the *_sync warp intrinsics only when this is defined before the HIP
+// headers (the build also passes it); ROCm 7 has them on by default.
+#if (defined(__HIP_PLATFORM_AMD__) || defined(USE_ROCM)) && !defined(HIP_ENABLE_WARP_SYNC_BUILTINS)
+#define HIP_ENABLE_WARP_SYNC_BUILTINS 1
+#endif
+
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 #include "xk_cuda.h"
 
-// Full-warp mask for the shuffle intrinsics: HIP on AMD takes a 64-bit mask (wave64).
+// Warp shuffle-down over the full warp. HIP on AMD: __shfl_down_sync takes a 64-bit mask
+// (wave64) and exists from ROCm 6.2; older ROCm has only the mask-less __shfl_down.
 #if defined(__HIP_PLATFORM_AMD__) || defined(USE_ROCM)
-#define XK_FULL_MASK 0xffffffffffffffffull
+#if defined(HIP_VERSION) && HIP_VERSION >= 60200000
+#define XK_SHFL_DOWN(v, off) __shfl_down_sync(0xffffffffffffffffull, (v), (off))
 #else
-#define XK_FULL_MASK 0xffffffffu
+#define XK_SHFL_DOWN(v, off) __shfl_down((v), (off))
+#endif
+#else
+#define XK_SHFL_DOWN(v, off) __shfl_down_sync(0xffffffffu, (v), (off))
 #endif
 
 namespace {
@@ -45,14 +60,14 @@ __global__ void exp_kernel(int dt, const void* a, void* out, int64_t n) {
 }
 
 __device__ __forceinline__ float block_reduce_max(float v, float* shared) {
-  for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(XK_FULL_MASK, v, off));
+  for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, XK_SHFL_DOWN(v, off));
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + warpSize - 1) / warpSize;
   v = threadIdx.x < warps ? shared[threadIdx.x] : -INFINITY;
   if (warp == 0)
-    for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(XK_FULL_MASK, v, off));
+    for (int off = warpSize / 2; off > 0; off /= 2) v = fmaxf(v, XK_SHFL_DOWN(v, off));
   if (threadIdx.x == 0) shared[0] = v;
   __syncthreads();
   v = shared[0];
@@ -61,14 +76,14 @@ __device__ __forceinline__ float block_reduce_max(float v, float* shared) {
 }
 
 __device__ __forceinline__ float block_reduce_sum(float v, float* shared) {
-  for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(XK_FULL_MASK, v, off);
+  for (int off = warpSize / 2; off > 0; off /= 2) v += XK_SHFL_DOWN(v, off);
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + warpSize - 1) / warpSize;
   v = threadIdx.x < warps ? shared[threadIdx.x] : 0.0f;
   if (warp == 0)
-    for (int off = warpSize / 2; off > 0; off /= 2) v += __shfl_down_sync(XK_FULL_MASK, v, off);
+    for (int off = warpSize / 2; off > 0; off /= 2) v += XK_SHFL_DOWN(v, off);
   if (threadIdx.x == 0) shared[0] = v;
   __syncthreads();
   v = shared[0];
@@ -130,17 +145,18 @@ __global__ void atomic_sum_kernel(const float* x, int64_t n, float* out) {
   if (threadIdx.x == 0) atomicAdd(out, s);
 }
 
-__global__ void scatter_add_kernel(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins, int* bad) {
+__global__ void scatter_add_kernel(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins,
+                                   unsigned long long* bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t k = idx[i];
-    if (k < 0 || k >= bins) { atomicAdd(bad, 1); continue; }
+    if (k < 0 || k >= bins) { atomicAdd(bad, 1ull); continue; }  // 64-bit: cannot wrap
     atomicAdd(out + k, w[i]);
   }
 }
 
-inline unsigned grid_for(int64_t n) {
+inline unsigned grid_for(int64_t n, int64_t cap = 4096) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 4096 ? 4096 : blocks));
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
 }
 
 inline int last_error() { return static_cast<int>(cudaGetLastError()); }
@@ -184,15 +200,22 @@ int sum_deterministic(const float* x, int64_t n, float* scratch, float* out, voi
   return last_error();
 }
 
-int sum_atomic(const float* x, int64_t n, float* out, void* stream) {
-  if (n == 0) return 0;
-  atomic_sum_kernel<<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(x, n, out);
+int sum_atomic(const float* x, int64_t n, float* out, int64_t blocks, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  // the accumulator is zeroed here, on the stream: the output may arrive poisoned
+  cudaError_t err = cudaMemsetAsync(out, 0, sizeof(float), s);
+  if (err != cudaSuccess || n == 0) return static_cast<int>(err);
+  atomic_sum_kernel<<<grid_for(n, blocks), kBlock, 0, s>>>(x, n, out);
   return last_error();
 }
 
-int scatter_add(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins, int* bad, void* stream) {
-  if (n == 0) return 0;
-  scatter_add_kernel<<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(idx, w, n, out, bins, bad);
+int scatter_add(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins,
+                unsigned long long* bad, int64_t blocks, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t err = cudaMemsetAsync(out, 0, sizeof(float) * static_cast<size_t>(bins), s);
+  if (err == cudaSuccess) err = cudaMemsetAsync(bad, 0, sizeof(unsigned long long), s);
+  if (err != cudaSuccess || n == 0) return static_cast<int>(err);
+  scatter_add_kernel<<<grid_for(n, blocks), kBlock, 0, s>>>(idx, w, n, out, bins, bad);
   return last_error();
 }
 

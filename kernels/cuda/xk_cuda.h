@@ -17,10 +17,13 @@ int softmax(const float* in, float* out, int64_t rows, int64_t cols, void* strea
 // `scratch` holds at least sum_scratch_floats(n) floats.
 int64_t sum_scratch_floats(int64_t n);
 int sum_deterministic(const float* x, int64_t n, float* scratch, float* out, void* stream);
-// Atomic: every block adds its partial into *out with atomicAdd (out must be zeroed).
-int sum_atomic(const float* x, int64_t n, float* out, void* stream);
-// out[idx[i]] += w[i] with global atomics (heavy contention when indices repeat); out zeroed.
-// Indices outside [0, bins) are counted into *bad (int32) instead of written.
-int scatter_add(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins, int* bad, void* stream);
+// Atomic: at most `blocks` blocks each add their partial into *out with atomicAdd. *out is
+// zeroed on the stream first (it may hold anything, e.g. the poison value).
+int sum_atomic(const float* x, int64_t n, float* out, int64_t blocks, void* stream);
+// out[idx[i]] += w[i] with global atomics (heavy contention when indices repeat) from at
+// most `blocks` blocks; out[0..bins) and *bad are zeroed on the stream first. Indices
+// outside [0, bins) are counted into *bad (64-bit, cannot wrap) instead of written.
+int scatter_add(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins,
+                unsigned long long* bad, int64_t blocks, void* stream);
 
 }  // namespace xk_cuda

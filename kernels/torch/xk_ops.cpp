@@ -194,16 +194,17 @@ at::Tensor softmax_cpu(const at::Tensor& x) {
   return x.scalar_type() == at::kFloat ? out : out.to(x.scalar_type());
 }
 
+// float16/bfloat16 inputs are accumulated in float32 and the result is rounded once.
 at::Tensor sum_cpu(const at::Tensor& x, bool deterministic, int64_t threads) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat, "xcompat_kernels::sum: expected float32, got ", x.scalar_type());
+  kernel_dtype(x, "sum");
   TORCH_CHECK(threads >= 1 && threads <= 256, "xcompat_kernels::sum: threads must be in [1, 256], got ", threads);
   const auto* t = active_table();
-  const auto xc = x.contiguous();
-  auto out = poisoned(at::empty({}, x.options()));
+  const auto xc = x.to(at::kFloat).contiguous();
+  auto out = poisoned(at::empty({}, xc.options()));
   const float s = deterministic ? t->sum(xc.data_ptr<float>(), xc.numel())
                                 : xk::sum_atomic(xc.data_ptr<float>(), xc.numel(), static_cast<int>(threads));
   *out.data_ptr<float>() = s;
-  return out;
+  return x.scalar_type() == at::kFloat ? out : out.to(x.scalar_type());
 }
 
 void check_scatter_args(const at::Tensor& index, const at::Tensor& weights, int64_t bins) {
@@ -268,12 +269,14 @@ at::Tensor unary_meta(const at::Tensor& a) {
   kernel_dtype(a, "exp");
   return at::empty(a.sizes(), a.options());
 }
-at::Tensor sum_meta(const at::Tensor& x, bool, int64_t) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat, "xcompat_kernels::sum: expected float32, got ", x.scalar_type());
+at::Tensor sum_meta(const at::Tensor& x, bool, int64_t threads) {
+  kernel_dtype(x, "sum");
+  TORCH_CHECK(threads >= 1 && threads <= 256, "xcompat_kernels::sum: threads must be in [1, 256], got ", threads);
   return at::empty({}, x.options());
 }
-at::Tensor scatter_add_meta(const at::Tensor& index, const at::Tensor& weights, int64_t bins, int64_t) {
+at::Tensor scatter_add_meta(const at::Tensor& index, const at::Tensor& weights, int64_t bins, int64_t threads) {
   check_scatter_args(index, weights, bins);
+  TORCH_CHECK(threads >= 1 && threads <= 256, "xcompat_kernels::scatter_add: threads must be in [1, 256]");
   return at::empty({bins}, weights.options());
 }
 at::Tensor broken_add_stride_meta(const at::Tensor& a, const at::Tensor& b) {

@@ -4,7 +4,6 @@
 // the stream/event ordering the caller sets up.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -85,39 +84,49 @@ at::Tensor softmax_cuda(const at::Tensor& x) {
   return x.scalar_type() == at::kFloat ? out : out.to(x.scalar_type());
 }
 
-at::Tensor sum_cuda(const at::Tensor& x, bool deterministic, int64_t /*threads*/) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat, "xcompat_kernels::sum: expected float32, got ", x.scalar_type());
+// `threads` is the number of concurrent accumulators, as on the CPU: here, the most thread
+// blocks the atomic kernels launch (each block adds its partials into the shared output).
+void check_threads(int64_t threads, const char* op) {
+  TORCH_CHECK(threads >= 1 && threads <= 256, "xcompat_kernels::", op, ": threads must be in [1, 256], got ", threads);
+}
+
+// float16/bfloat16 inputs are accumulated in float32 and the result is rounded once.
+at::Tensor sum_cuda(const at::Tensor& x, bool deterministic, int64_t threads) {
+  dtype_code(x, "sum");
+  check_threads(threads, "sum");
   c10::cuda::CUDAGuard guard(x.device());
-  const auto xc = x.contiguous();
-  auto out = at::zeros({}, x.options());
+  const auto xc = x.to(at::kFloat).contiguous();
+  auto out = poisoned(at::empty({}, xc.options()));
   if (deterministic) {
-    auto scratch = at::empty({xk_cuda::sum_scratch_floats(xc.numel())}, x.options());
+    // the scratch buffer comes from torch's allocator: graph-capture safe, on this stream
+    auto scratch = at::empty({xk_cuda::sum_scratch_floats(xc.numel())}, xc.options());
     check(xk_cuda::sum_deterministic(xc.data_ptr<float>(), xc.numel(), scratch.data_ptr<float>(),
                                      out.data_ptr<float>(), stream()));
   } else {
-    check(xk_cuda::sum_atomic(xc.data_ptr<float>(), xc.numel(), out.data_ptr<float>(), stream()));
+    check(xk_cuda::sum_atomic(xc.data_ptr<float>(), xc.numel(), out.data_ptr<float>(), threads, stream()));
   }
-  return out;
+  return x.scalar_type() == at::kFloat ? out : out.to(x.scalar_type());
 }
 
-at::Tensor scatter_add_cuda(const at::Tensor& index, const at::Tensor& weights, int64_t bins, int64_t /*threads*/) {
+at::Tensor scatter_add_cuda(const at::Tensor& index, const at::Tensor& weights, int64_t bins, int64_t threads) {
   TORCH_CHECK(index.device() == weights.device(), "xcompat_kernels::scatter_add: expected all tensors on the same ",
               "device, got index on ", index.device(), " and weights on ", weights.device());
   TORCH_CHECK(index.scalar_type() == at::kLong, "xcompat_kernels::scatter_add: index must be int64");
   TORCH_CHECK(weights.scalar_type() == at::kFloat, "xcompat_kernels::scatter_add: weights must be float32");
   TORCH_CHECK(index.sizes() == weights.sizes(), "xcompat_kernels::scatter_add: index and weights shapes differ");
   TORCH_CHECK(bins >= 0, "xcompat_kernels::scatter_add: bins must be >= 0, got ", bins);
+  check_threads(threads, "scatter_add");
   c10::cuda::CUDAGuard guard(index.device());
   const auto ic = index.contiguous();
   const auto wc = weights.contiguous();
-  auto out = at::zeros({bins}, weights.options());
-  auto bad = at::zeros({1}, weights.options().dtype(at::kInt));
+  auto out = poisoned(at::empty({bins}, weights.options()));  // the launcher zeroes it on the stream
+  auto bad = at::empty({1}, weights.options().dtype(at::kLong));
   check(xk_cuda::scatter_add(ic.data_ptr<int64_t>(), wc.data_ptr<float>(), ic.numel(), out.data_ptr<float>(), bins,
-                             bad.data_ptr<int>(), stream()));
+                             reinterpret_cast<unsigned long long*>(bad.data_ptr<int64_t>()), threads, stream()));
   // Out-of-range indices are counted on the device; reading the count synchronises, so
   // it is skipped while a CUDA graph is being captured.
   if (c10::cuda::currentStreamCaptureStatusMayInitCtx() == c10::cuda::CaptureStatus::None) {
-    const int nbad = bad.item<int>();
+    const int64_t nbad = bad.item<int64_t>();
     TORCH_CHECK(nbad == 0, "xcompat_kernels::scatter_add: ", nbad, " index value(s) outside [0, ", bins, ")");
   }
   return out;

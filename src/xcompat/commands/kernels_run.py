@@ -25,6 +25,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write the versioned JSON result to OUT ('-' for stdout)")
     parser.add_argument("--no-opcheck", action="store_true", help="skip torch.library.opcheck on the operators")
     parser.add_argument("--cell-id", help="the matrix cell this result belongs to")
+    parser.add_argument("--gpu-archs", metavar="LIST", default=None,
+                        help="device architectures to build for, e.g. 'sm_80 sm_90' or gfx90a (default: the matrix "
+                        "cell's XCOMPAT_GPU_ARCHS, else TORCH_CUDA_ARCH_LIST/PYTORCH_ROCM_ARCH, else this machine's GPUs)")
 
 
 def render_text(doc: dict) -> str:
@@ -55,19 +58,29 @@ def render_text(doc: dict) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from xcompat.errors import UnavailableError
     from xcompat.jsonio import dump_json, validate, write_json
     from xcompat.kernels import run_kernels
     from xcompat.log import get_logger
 
     log = get_logger()
-    doc = run_kernels(
-        backend=args.backend,
-        order=args.order,
-        required=args.required,
-        kernels=args.kernels,
-        cell_id=args.cell_id,
-        opcheck=not args.no_opcheck,
-    )
+    gpu_archs = getattr(args, "gpu_archs", None)
+    try:
+        doc = run_kernels(
+            backend=args.backend,
+            order=args.order,
+            required=args.required,
+            kernels=args.kernels,
+            cell_id=args.cell_id,
+            opcheck=not args.no_opcheck,
+            gpu_archs=gpu_archs.replace(",", " ").split() if gpu_archs else None,
+        )
+    except UnavailableError as exc:
+        # the lane could not run: its result still goes to --json, for the report
+        result = getattr(exc, "result", None)
+        if result is not None and args.json and str(args.json) != "-":
+            write_json(args.json, result, schema="kernels")
+        raise
     validate("kernels", doc, source="kernels result")
     if args.json == "-":
         sys.stdout.write(dump_json(doc))

@@ -64,10 +64,15 @@ class CudaBackend:
         devices, how_dev = driver.nvml_devices()
         if devices is None:
             return CudaBackend._torch_fallback(env, details, how_dev)
-        limit = driver.visible_device_filter(env, "CUDA_VISIBLE_DEVICES")
-        visible = len(devices) if limit is None else min(limit, len(devices))
+        from xcompat.devices.visible import visible_nvml_devices
+
+        shown = visible_nvml_devices(devices, env)
+        visible = len(shown.devices)
         details["devices"] = devices
         details["visible_devices"] = visible
+        details["device_order"] = shown.order
+        if shown.notes:
+            details["notes"] = list(shown.notes)
         if not devices:
             return False, f"CUDA driver {version} found but NVML reports no GPU", details
         if visible == 0:
@@ -113,7 +118,9 @@ class RocmBackend:
         details["devices"] = gpus
         version, _ = driver.hip_driver_version()
         details["driver_version"] = version
-        limits = [driver.visible_device_filter(env, v) for v in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")]
+        from xcompat.devices.visible import visible_count
+
+        limits = [visible_count(env, v, len(gpus)) for v in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")]
         visible = len(gpus)
         for limit in limits:
             if limit is not None:

@@ -54,17 +54,11 @@ def cuda_driver_version() -> tuple[str | None, str]:
 
 
 def visible_device_filter(env: Mapping[str, str], var: str) -> int | None:
-    """How many devices a *_VISIBLE_DEVICES value allows: None = no limit."""
-    value = env.get(var)
-    if value is None:
-        return None
-    entries = [e.strip() for e in value.split(",") if e.strip()]
-    count = 0
-    for entry in entries:
-        if entry.startswith("-"):
-            break  # CUDA stops at the first invalid ordinal
-        count += 1
-    return count
+    """How many devices a *_VISIBLE_DEVICES value allows: None = no limit (the variable
+    is unset). Read by :func:`xcompat.devices.visible.parse_visible_list`, the one parser."""
+    from xcompat.devices.visible import visible_count
+
+    return visible_count(env, var)
 
 
 def nvml_devices() -> tuple[list[dict[str, Any]] | None, str]:
@@ -93,9 +87,21 @@ def nvml_devices() -> tuple[list[dict[str, Any]] | None, str]:
 
             mem = _Memory()
             lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem))
+            uuid = ctypes.create_string_buffer(96)
+            uuid_ok = lib.nvmlDeviceGetUUID(handle, uuid, 96) == 0
+
+            class _Pci(ctypes.Structure):  # nvmlPciInfo_t: the bus id string comes first
+                _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint), ("bus", ctypes.c_uint),
+                            ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint),
+                            ("pciSubSystemId", ctypes.c_uint), ("busId", ctypes.c_char * 32)]
+
+            pci = _Pci()
+            pci_ok = lib.nvmlDeviceGetPciInfo_v3(handle, ctypes.byref(pci)) == 0
             devices.append(
                 {
                     "index": i,
+                    "uuid": uuid.value.decode(errors="replace") if uuid_ok else None,
+                    "pci_bus_id": pci.busId.decode(errors="replace") if pci_ok else None,
                     "name": name.value.decode(errors="replace"),
                     "arch": f"sm_{major.value}{minor.value}",
                     "compute_capability": f"{major.value}.{minor.value}",

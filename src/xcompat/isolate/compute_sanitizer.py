@@ -11,12 +11,10 @@ ships the executable; it is looked up next to nvcc and in that wheel as well as 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from xcompat.errors import UnavailableError
 from xcompat.isolate.sanitizers import Finding, parse_compute_sanitizer
@@ -39,23 +37,11 @@ SANITIZER_ENV = {
 
 
 def find_compute_sanitizer(env: Mapping[str, str]) -> str | None:
-    found = shutil.which("compute-sanitizer", path=env.get("PATH"))
-    if found:
-        return found
-    candidates = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if env.get(var):
-            candidates.append(Path(env[var]) / "compute-sanitizer" / "compute-sanitizer")
-            candidates.append(Path(env[var]) / "bin" / "compute-sanitizer")
-    for site in sys.path:
-        candidates.append(
-            Path(site) / "nvidia" / "cuda_sanitizer_api" / "compute-sanitizer" / "compute-sanitizer"
-        )
-        candidates.append(Path(site) / "nvidia" / "cu13" / "compute-sanitizer" / "compute-sanitizer")
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    return None
+    """PATH, CUDA_HOME/CUDA_PATH, then the pip wheel (``nvidia/cu13/bin/compute-sanitizer``):
+    the search lives with the toolkit discovery in :mod:`xcompat.devices.toolkit`."""
+    from xcompat.devices.toolkit import find_compute_sanitizer as find
+
+    return find(env)
 
 
 def sanitizer_command(tool: str, nodeid: str, args: Sequence[str]) -> list[str]:

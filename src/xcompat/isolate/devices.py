@@ -17,13 +17,11 @@ Nothing here initialises a device runtime; the environment is passed in as a map
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from xcompat.devices.visible import parse_visible_list  # the one parser of *_VISIBLE_DEVICES
 from xcompat.errors import UsageError
-
-_CUDA_ENTRY = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,25 +30,6 @@ class DeviceSlot:
 
     label: str  # "cpu", "cuda:3", "rocm:1"
     env: tuple[tuple[str, str], ...] = field(default=())
-
-
-def parse_visible_list(value: str, *, stop_at_invalid: bool = True) -> list[str]:
-    """Split a ``*_VISIBLE_DEVICES`` value the way the runtimes do.
-
-    ``""`` means no device. CUDA ignores everything after the first invalid entry (``-1``
-    is the usual way to hide all devices), so we do too.
-    """
-    entries: list[str] = []
-    for raw in value.split(","):
-        entry = raw.strip()
-        if not entry:
-            continue
-        if not _CUDA_ENTRY.match(entry):
-            if stop_at_invalid:
-                break
-            continue
-        entries.append(entry)
-    return entries
 
 
 def plan_slots(

@@ -7,8 +7,18 @@ one shared library that registers the ``torch.ops.xcompat_kernels`` operators.
 The build folder is ``${XCOMPAT_CACHE:-~/.cache/xcompat}/kernels/<key>``, where the key
 hashes everything that changes the binary: the kernel sources, torch's version and its
 CUDA/HIP version, the Python ABI, the compiler (and nvcc) version, the compiler flags and
-the device architectures. Nothing is written into torch's own folders (in particular no
-precompiled header, which torch would place in its ``include/`` folder).
+the device architectures and where they came from. Nothing is written into torch's own
+folders (in particular no precompiled header, which torch would place in its ``include/``
+folder).
+
+Device architectures come, in this order, from the matrix cell (``gpu_archs=`` or
+``XCOMPAT_GPU_ARCHS``, as the plan exports it), from ``TORCH_CUDA_ARCH_LIST`` /
+``PYTORCH_ROCM_ARCH``, or from the devices of this machine (NVML or the KFD topology; no
+CUDA context is created). A GPU-less build host without any of them gets a clear exit-5
+error instead of torch's ``IndexError``. The CUDA toolkit is found and checked (nvcc,
+``cuda_runtime.h``, libcudart) by :mod:`xcompat.devices.toolkit` before anything is
+compiled; the pip toolkit's layout (``nvidia/cu13/lib`` with only ``libcudart.so.13``) is
+linked as it is.
 
 A finished build leaves ``manifest.json`` beside the library. A later load that finds it
 skips ``cpp_extension`` entirely and calls ``torch.ops.load_library`` on the cached file:
@@ -26,7 +36,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +76,8 @@ class BuildKey:
     cflags: tuple[str, ...]
     cuda_cflags: tuple[str, ...]
     device_archs: tuple[str, ...]
+    arch_source: str | None  # "matrix", "TORCH_CUDA_ARCH_LIST", "PYTORCH_ROCM_ARCH", "device" or None
+    cuda_home: str | None
     sources_sha256: str
     with_device: bool
 
@@ -96,6 +108,7 @@ class LoadedKernels:
             "with_device": self.with_device,
             "toolchain": {"compiler": self.key.compiler, "nvcc": self.key.nvcc},
             "device_archs": list(self.key.device_archs),
+            "arch_source": self.key.arch_source,
             "notes": list(self.notes),
         }
 
@@ -139,27 +152,70 @@ def compiler_command(env: Mapping[str, str]) -> str:
     return env.get("CXX") or "c++"
 
 
-def _device_archs(torch: Any, env: Mapping[str, str]) -> tuple[str, ...]:
-    if torch.version.hip:
-        archs = env.get("PYTORCH_ROCM_ARCH")
-        if archs:
-            return tuple(sorted(a for a in archs.replace(",", ";").split(";") if a))
-        if torch.cuda.is_available():
-            return tuple(
-                sorted({torch.cuda.get_device_properties(i).gcnArchName for i in range(torch.cuda.device_count())})
-            )
-        return ()
-    if torch.version.cuda:
-        archs = env.get("TORCH_CUDA_ARCH_LIST")
-        if archs:
-            return tuple(sorted(a for a in archs.replace(",", ";").replace(" ", ";").split(";") if a))
-        if torch.cuda.is_available():
-            caps = {torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())}
-            return tuple(sorted(f"{major}.{minor}" for major, minor in caps))
-    return ()
+def _split_archs(text: str) -> list[str]:
+    return [a for a in text.replace(",", ";").replace(" ", ";").split(";") if a.strip()]
 
 
-def build_key(*, with_device: bool | None = None, env: Mapping[str, str] | None = None) -> BuildKey:
+def resolve_device_archs(
+    *,
+    torch_cuda: str | None,
+    torch_hip: str | None,
+    env: Mapping[str, str],
+    gpu_archs: Sequence[str] | None = None,
+    probe: Any = None,
+) -> tuple[tuple[str, ...], str]:
+    """(archs in the form the build reads, where they came from).
+
+    CUDA archs are returned as ``TORCH_CUDA_ARCH_LIST`` entries (``8.0``, ``9.0+PTX``), ROCm
+    archs as ``PYTORCH_ROCM_ARCH`` entries (``gfx90a``). ``probe`` returns the archs of this
+    machine's devices (default: NVML / KFD, no device context). Raises ``UnavailableError``
+    (exit 5) when nothing names an arch, and ``InputError`` for a malformed one."""
+    from xcompat.build.archs import rocm_arch_list, torch_cuda_arch_list
+
+    matrix = list(gpu_archs) if gpu_archs else _split_archs(env.get("XCOMPAT_GPU_ARCHS", ""))
+    if torch_hip:
+        if matrix:
+            return tuple(rocm_arch_list(matrix).split(";")), "matrix"
+        if env.get("PYTORCH_ROCM_ARCH", "").strip():
+            return tuple(_split_archs(env["PYTORCH_ROCM_ARCH"])), "PYTORCH_ROCM_ARCH"
+        found = sorted(set((probe or _probed_rocm_archs)()))
+        if found:
+            return tuple(found), "device"
+        what, var = "ROCm", "PYTORCH_ROCM_ARCH=gfx90a"
+    elif torch_cuda:
+        if matrix:
+            return tuple(torch_cuda_arch_list(matrix).split(";")), "matrix"
+        if env.get("TORCH_CUDA_ARCH_LIST", "").strip():
+            return tuple(_split_archs(env["TORCH_CUDA_ARCH_LIST"])), "TORCH_CUDA_ARCH_LIST"
+        found = sorted(set((probe or _probed_cuda_archs)()))
+        if found:
+            return tuple(torch_cuda_arch_list(found).split(";")), "device"
+        what, var = "CUDA", "TORCH_CUDA_ARCH_LIST='8.0;9.0'"
+    else:
+        return (), "none"
+    raise UnavailableError(
+        f"no {what} architecture to build the device kernels for: the matrix cell names no gpu-archs "
+        "and this machine has no visible GPU",
+        hint=f"set gpu-archs in the matrix backend (exported as XCOMPAT_GPU_ARCHS), or {var}",
+    )
+
+
+def _probed_cuda_archs() -> list[str]:
+    from xcompat.devices import driver
+
+    devices, _ = driver.nvml_devices()
+    return [str(d["arch"]) for d in devices or [] if d.get("arch")]
+
+
+def _probed_rocm_archs() -> list[str]:
+    from xcompat.devices import driver
+
+    return [str(g["arch"]) for g in driver.kfd_gpus()]
+
+
+def build_key(
+    *, with_device: bool | None = None, env: Mapping[str, str] | None = None, gpu_archs: Sequence[str] | None = None
+) -> BuildKey:
     import torch
 
     env = os.environ if env is None else env
@@ -173,16 +229,21 @@ def build_key(*, with_device: bool | None = None, env: Mapping[str, str] | None 
             hint="install g++ or clang++, or point CXX at one",
         )
     nvcc = None
+    cuda_home = None
+    archs: tuple[str, ...] = ()
+    arch_source = None
+    if with_device:
+        archs, arch_source = resolve_device_archs(torch_cuda=torch.version.cuda, torch_hip=torch.version.hip,
+                                                  env=env, gpu_archs=gpu_archs)
     if with_device and torch.version.cuda:
-        from torch.utils.cpp_extension import CUDA_HOME
-
-        nvcc_path = os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else shutil.which("nvcc")
-        nvcc = _first_line([nvcc_path or "nvcc", "--version"])
+        toolkit = find_toolkit(env, torch.version.cuda)
+        nvcc = _first_line([str(toolkit.nvcc), "--version"])
         if nvcc is None:
             raise UnavailableError(
-                "torch has CUDA but nvcc was not found, so the CUDA kernels cannot be built",
-                hint="install the CUDA toolkit (or the nvidia-cuda-nvcc wheel) and set CUDA_HOME",
+                f"nvcc of the CUDA toolkit in {toolkit.root} does not run",
+                hint="reinstall the toolkit (or the nvidia-cuda-nvcc wheel), or point CUDA_HOME at another one",
             )
+        cuda_home = str(toolkit.root)
     return BuildKey(
         torch=torch.__version__,
         torch_cuda=torch.version.cuda,
@@ -194,11 +255,20 @@ def build_key(*, with_device: bool | None = None, env: Mapping[str, str] | None 
         nvcc=nvcc,
         cflags=CFLAGS,
         cuda_cflags=CUDA_CFLAGS if with_device else (),
-        device_archs=_device_archs(torch, env) if with_device else (),
+        device_archs=archs,
+        arch_source=arch_source,
+        cuda_home=cuda_home,
         # a CPU-only build does not depend on the CUDA sources
         sources_sha256=sources_digest(root, SOURCE_DIRS if with_device else ("cpu", "torch")),
         with_device=with_device,
     )
+
+
+def find_toolkit(env: Mapping[str, str], torch_cuda: str) -> Any:
+    """The validated CUDA toolkit matching torch's CUDA major (``UnavailableError`` if none)."""
+    from xcompat.devices.toolkit import find_cuda_toolkit
+
+    return find_cuda_toolkit(env, torch_cuda=torch_cuda).require()
 
 
 def _read_manifest(build_dir: Path, key: BuildKey) -> Path | None:
@@ -225,17 +295,20 @@ def load_kernels(
     cache_dir: Path | None = None,
     verbose: bool = False,
     env: Mapping[str, str] | None = None,
+    gpu_archs: Sequence[str] | None = None,
 ) -> LoadedKernels:
     """Build (or load from the cache) the kernel library and register its operators.
 
-    ``with_device=None`` builds the device kernels whenever torch has CUDA/HIP.
-    Raises ``ToolError`` with the compiler's last lines when the build fails.
+    ``with_device=None`` builds the device kernels whenever torch has CUDA/HIP;
+    ``gpu_archs`` (the matrix cell's ``gpu-archs``, e.g. ``["sm_80", "sm_90"]``) picks the
+    device architectures. Raises ``ToolError`` with the compiler's last lines when the
+    build fails, ``UnavailableError`` when no toolkit or no architecture is known.
     """
     import torch  # noqa: F401 - imported before the clock starts: its import is not build time
 
     env = os.environ if env is None else env
     start = time.perf_counter()
-    key = build_key(with_device=with_device, env=env)
+    key = build_key(with_device=with_device, env=env, gpu_archs=gpu_archs)
     digest = key.digest()
     if digest in _LOADED:
         return _LOADED[digest]
@@ -279,26 +352,53 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
             shutil.copytree(root / sub, src / sub, dirs_exist_ok=True)
     sources = [str(src / s) for s in CPU_SOURCES]
     cflags = list(key.cflags)
+    cuda_cflags = list(key.cuda_cflags)
+    ldflags: list[str] = []
+    include_paths: list[str] = []
     if key.with_device:
         sources += [str(src / s) for s in CUDA_SOURCES]
         cflags.append("-DXK_WITH_DEVICE=1")
     name = f"{LIBRARY_NAMESPACE}_{key.digest()[:12]}"
-    saved = {k: os.environ.get(k) for k in ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST")}
-    # Two compile jobs by default: CI runners (and laptops) are often 2-core machines.
-    os.environ["MAX_JOBS"] = env.get("MAX_JOBS") or "2"
-    if key.torch_cuda and key.device_archs and not env.get("TORCH_CUDA_ARCH_LIST"):
-        os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(key.device_archs)
+    overrides = {"MAX_JOBS": env.get("MAX_JOBS") or "2"}  # CI runners and laptops are often 2-core machines
+    if key.with_device and key.torch_cuda:
+        toolkit = find_toolkit(env, key.torch_cuda)
+        overrides["CUDA_HOME"] = str(toolkit.root)
+        overrides["TORCH_CUDA_ARCH_LIST"] = ";".join(key.device_archs)
+        include_paths.append(str(toolkit.include_dir))
+        ldflags += cudart_link_flags(toolkit, build_dir)
+    if key.with_device and key.torch_hip:
+        overrides["PYTORCH_ROCM_ARCH"] = ";".join(key.device_archs)
+        # __shfl_*_sync on ROCm 6.2-6.x needs this before the HIP headers (7.0 has it on by default)
+        cuda_cflags.append("-DHIP_ENABLE_WARP_SYNC_BUILTINS=1")
+    saved = {k: os.environ.get(k) for k in overrides}
+    os.environ.update(overrides)
     try:
-        library = cpp_extension.load(
-            name=name,
-            sources=sources,
-            extra_cflags=cflags,
-            extra_cuda_cflags=list(key.cuda_cflags) if key.with_device else None,
-            build_directory=str(build_dir),
-            verbose=verbose,
-            with_cuda=key.with_device,
-            is_python_module=False,
-        )
+        from torch.utils import cpp_extension
+
+        saved_home = getattr(cpp_extension, "CUDA_HOME", None)
+        if "CUDA_HOME" in overrides:
+            # torch guessed its CUDA_HOME once, at import (possibly from a wrapper nvcc)
+            cpp_extension.CUDA_HOME = overrides["CUDA_HOME"]
+        try:
+            library = cpp_extension.load(
+                name=name,
+                sources=sources,
+                extra_cflags=cflags,
+                extra_cuda_cflags=cuda_cflags if key.with_device else None,
+                extra_ldflags=ldflags or None,
+                extra_include_paths=include_paths or None,
+                build_directory=str(build_dir),
+                verbose=verbose,
+                with_cuda=key.with_device,
+                is_python_module=False,
+            )
+        finally:
+            cpp_extension.CUDA_HOME = saved_home
+    except IndexError as exc:  # torch's arch detection with no GPU and an empty arch list
+        raise UnavailableError(
+            f"torch could not pick the device architectures for the build ({exc})",
+            hint="set gpu-archs in the matrix backend (XCOMPAT_GPU_ARCHS) or TORCH_CUDA_ARCH_LIST",
+        ) from None
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         tail = _build_log_tail(exc)
         raise ToolError(
@@ -325,6 +425,27 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
         json.dumps({"version": 1, "library": library_path.name, "key": asdict(key)}, indent=2) + "\n",
     )
     return library_path
+
+
+def cudart_link_flags(toolkit: Any, build_dir: Path) -> list[str]:
+    """Linker flags that make torch's ``-lcudart`` resolve against this toolkit's runtime.
+
+    torch's ``cpp_extension`` always links ``-L$CUDA_HOME/lib64 -lcudart``. The pip
+    toolkit ships only ``libcudart.so.13`` in ``lib/``: a one-line GNU linker script
+    (``INPUT(.../libcudart.so.13)``, the mechanism glibc uses for ``libc.so``) in the build
+    folder answers ``-lcudart`` with that exact file, so the library records
+    ``libcudart.so.13`` as needed and nothing in the toolkit is changed."""
+    flags = [f"-L{toolkit.lib_dir}"]
+    if toolkit.cudart.name != "libcudart.so":
+        link_dir = build_dir / "cudart-link"
+        link_dir.mkdir(parents=True, exist_ok=True)
+        script = link_dir / "libcudart.so"
+        text = f"/* written by xcompat: -lcudart -> {toolkit.cudart.name} of the pip CUDA toolkit */\n"
+        text += f"INPUT({toolkit.cudart.resolve()})\n"
+        if not script.is_file() or script.read_text(encoding="utf-8") != text:
+            script.write_text(text, encoding="utf-8")
+        flags.insert(0, f"-L{link_dir}")
+    return flags
 
 
 def _build_log_tail(exc: BaseException, lines: int = 20) -> list[str]:

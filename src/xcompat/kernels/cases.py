@@ -138,6 +138,12 @@ def _reduction_cases(kernel: str) -> Iterator[Case]:
         yield Case(kernel=kernel, name="odd-1031", dtype="float32", shape=(1031,), values=values, seed=seed)
     seed += 1
     yield Case(kernel=kernel, name="odd-1031", dtype="float32", shape=(1031,), layout="sliced", seed=seed)
+    # half-precision inputs: accumulated in float32, rounded once to the input dtype
+    for dtype in ("float16", "bfloat16"):
+        for name, shape in (("empty", (0,)), ("odd-1031", (1031,)), ("large-100003", (100003,))):
+            for values in ("normal", "integer"):
+                seed += 1
+                yield Case(kernel=kernel, name=name, dtype=dtype, shape=shape, values=values, seed=seed)
 
 
 def _scatter_cases() -> Iterator[Case]:

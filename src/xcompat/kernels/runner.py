@@ -18,115 +18,18 @@ from typing import Any
 from xcompat.devices import FallbackChain, parse_order
 from xcompat.errors import UnavailableError, UsageError
 from xcompat.kernels import cases as casegen
-from xcompat.kernels import reference as refs
-from xcompat.kernels.tolerances import Tolerance, ToleranceTable, load_tolerances
+from xcompat.kernels.execute import (  # noqa: F401 - re-exported: the runner's public helpers
+    ATOMIC_THREADS,
+    POISON_MODES,
+    call_kernel,
+    reference_for,
+    first_line as _first_line,
+    run_case,
+    to_host,
+)
+from xcompat.kernels.tolerances import ToleranceTable, load_tolerances
 
-POISON_MODES = (1, 2)  # NaN, then the finite sentinel
-ATOMIC_THREADS = 8
 OPCHECK_OPS = ("add", "fma", "exp", "softmax", "sum", "scatter_add")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
-def call_kernel(ops: Any, case: casegen.Case, inputs: list[Any]) -> Any:
-    k = case.kernel
-    if k == "add":
-        return ops.add(*inputs)
-    if k == "_broken_add_stride":
-        return ops._broken_add_stride(*inputs)
-    if k == "fma":
-        return ops.fma(*inputs)
-    if k == "exp":
-        return ops.exp(*inputs)
-    if k == "softmax":
-        return ops.softmax(*inputs)
-    if k == "sum_deterministic":
-        return ops.sum(inputs[0], True, ATOMIC_THREADS)
-    if k == "sum_atomic":
-        return ops.sum(inputs[0], False, ATOMIC_THREADS)
-    if k == "scatter_add":
-        return ops.scatter_add(inputs[0], inputs[1], case.bins, ATOMIC_THREADS)
-    raise KeyError(k)
-
-
-def reference_for(case: casegen.Case, host_inputs: list[Any]) -> tuple[Any, Any]:
-    """(reference, scale) in float64; scale is None for elementwise comparisons."""
-    import numpy as np
-    import torch
-
-    k = case.kernel
-    if k in ("add", "_broken_add_stride"):
-        ref = refs.ref_add(*host_inputs)
-    elif k == "fma":
-        ref = refs.ref_fma(*host_inputs)
-    elif k == "exp":
-        ref = refs.ref_exp(*host_inputs)
-    elif k == "softmax":
-        ref = refs.ref_softmax(*host_inputs)
-    elif k in casegen.REDUCTIONS:
-        return refs.ref_sum(host_inputs[0]), refs.abs_scale_sum(host_inputs[0])
-    elif k == "scatter_add":
-        idx, w = host_inputs
-        return refs.ref_scatter_add(idx, w, case.bins), refs.abs_scale_scatter(idx, w, case.bins)
-    else:
-        raise KeyError(k)
-    # round once to the output dtype (overflow to inf included), as the kernels must
-    rounded = torch.from_numpy(np.array(ref, dtype=np.float64)).to(getattr(torch, case.dtype))
-    return rounded.double().numpy(), None
-
-
-def to_host(t: Any) -> Any:
-    import torch
-
-    t = t.detach().to("cpu")
-    if t.dtype in (torch.int64, torch.int32):
-        return t.numpy()
-    return t.double().numpy()
-
-
-def run_case(ops: Any, case: casegen.Case, device: str, tol: Tolerance, *, poison: Any = None) -> dict[str, Any]:
-    """Run one case (under each poison mode) and compare it with its reference."""
-    if case.exact:
-        tol = Tolerance.exact(tol.scale)
-    inputs = casegen.make_inputs(case, device)
-    host = [to_host(t) for t in inputs]
-    ref, scale = reference_for(case, host)
-    result: dict[str, Any] = {**case.to_dict(), "status": "passed", "mismatches": 0, "max_abs_err": 0.0,
-                              "max_rel_err": 0.0, "detail": None}
-    outputs = []
-    for mode in POISON_MODES if poison is not None else (0,):
-        if poison is not None:
-            poison(mode)
-        try:
-            out = call_kernel(ops, case, inputs)
-            host_out = to_host(out)
-        except Exception as exc:  # noqa: BLE001 - any kernel error is a failed case
-            result.update(status="failed", detail=f"raised {_first_line(exc)}")
-            return result
-        finally:
-            if poison is not None:
-                poison(0)
-        outputs.append(host_out)
-        cmp = refs.compare(host_out, ref, tol, scale=scale)
-        result["mismatches"] = max(result["mismatches"], cmp.mismatches)
-        for key in ("max_abs_err", "max_rel_err"):
-            value = getattr(cmp, key)
-            if value is None or result[key] is None:
-                result[key] = None
-            else:
-                result[key] = max(result[key], value)
-        if not cmp.ok:
-            result.update(status="failed", detail=f"poison mode {mode}: {cmp.detail}")
-            return result
-    if case.kernel == "sum_deterministic" and len(outputs) == 2:
-        import numpy as np
-
-        if outputs[0].tobytes() != outputs[1].tobytes() and not np.isnan(outputs).all():
-            result.update(status="failed", detail=f"not reproducible: {outputs[0]!r} then {outputs[1]!r}")
-    return result
 
 
 def _kernel_status(case_results: list[dict[str, Any]]) -> str:
@@ -198,10 +101,11 @@ def device_checks(ops: Any, backend: str, device: str) -> list[dict[str, Any]]:
     if backend in ("cuda", "rocm"):
         label = "hip_graph_capture_replay" if backend == "rocm" else "cuda_graph_capture_replay"
         checks.append(_check(label, lambda: dc.graph_capture_replay(ops)))
+        checks.append(_check("graph_capture_reductions", lambda: dc.graph_capture_reductions(ops)))
         checks.append(_check("two_stream_event_ordering", lambda: dc.two_stream_ordering(ops)))
     else:
         reason = f"needs a CUDA or ROCm device (backend is {backend})"
-        for name in ("cuda_graph_capture_replay", "two_stream_event_ordering"):
+        for name in ("cuda_graph_capture_replay", "graph_capture_reductions", "two_stream_event_ordering"):
             checks.append({"name": name, "status": "skipped", "detail": reason, "seconds": 0.0})
     if backend == "mps":
         checks.append(_check("metal_command_buffer_completion", lambda: dc.metal_command_buffer(ops)))
@@ -249,11 +153,15 @@ def run_kernels(
     opcheck: bool = True,
     tolerances: ToleranceTable | None = None,
     isa_paths: Sequence[str] | None = None,
+    gpu_archs: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Resolve the backend, build/load the kernels, run every case; return the result document.
 
-    Raises ``UnavailableError`` (exit 5) when an explicitly requested backend is absent or
-    a forced CPU path is not supported by this CPU.
+    Raises ``UnavailableError`` (exit 5) when an explicitly requested backend is absent, the
+    device kernels cannot be built here (no toolkit, no architecture), or a forced CPU path
+    is not supported by this CPU. The error then carries ``result``: the document of the
+    lane that could not run (status ``failed``, ``unavailable`` naming why), so a caller
+    can still write it for the report.
     """
     env = os.environ if env is None else env
     started = time.perf_counter()
@@ -264,16 +172,100 @@ def run_kernels(
         # an explicitly requested backend is a requirement of the lane
         required_t = (*required_t, backend)
     chain = FallbackChain(parse_order(order), env=env)
-    resolution = chain.resolve(backend, required=required_t)
+    resolution: Any = None
+    try:
+        resolution = chain.resolve(backend, required=required_t)
+        return _run_resolved(resolution, chain, chosen=chosen, table=table, env=env, cell_id=cell_id,
+                             opcheck=opcheck, isa_paths=isa_paths, gpu_archs=gpu_archs, started=started)
+    except UnavailableError as exc:
+        exc.result = unavailable_result(  # type: ignore[attr-defined]
+            exc, chain=chain, resolution=resolution, requested=backend, required=required_t, cell_id=cell_id,
+            seconds=time.perf_counter() - started,
+        )
+        raise
+
+
+def unavailable_result(
+    exc: UnavailableError,
+    *,
+    chain: FallbackChain,
+    resolution: Any,
+    requested: str,
+    required: Sequence[str],
+    cell_id: str | None,
+    seconds: float,
+) -> dict[str, Any]:
+    """The result document of a lane that could not run: failed, with the reason."""
+    if resolution is not None:
+        steps = [s.to_dict() for s in resolution.steps]
+        used = resolution.used
+    else:
+        names = [requested] if requested != "auto" else list(chain.order)
+        steps = []
+        for name in names:
+            probe = chain.probe(name)  # type: ignore[arg-type]
+            steps.append({"backend": name, "taken": False, "available": probe.available,
+                          "reason": probe.reason, "probe_seconds": round(probe.seconds, 6)})
+        used = None
+    try:
+        environment = _environment()
+    except ImportError as err:  # torch or numpy missing is itself a reason a lane cannot run
+        environment = {"python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
+                       "torch": None, "numpy": None, "error": str(err)}
+    return {
+        "version": 1,
+        "kind": "kernels",
+        "cell_id": cell_id,
+        "status": "failed",
+        "summary": f"{requested if requested != 'auto' else 'the'} lane could not run: {exc.message}",
+        "backend_requested": requested,
+        "backend_used": used,
+        "unavailable": {"exit_code": 5, "message": exc.message, "hint": exc.hint},
+        "required": list(dict.fromkeys(required)),
+        "fallback": {"order": list(chain.order), "missing_required": [b for b in required if b != used],
+                     "steps": steps},
+        "build": None,
+        "isa": None,
+        "environment": environment,
+        "kernels": [],
+        "opcheck": {},
+        "checks": [],
+        "counts": {"cases": 0, "failed_cases": 0, "checks_failed": 0, "checks_skipped": 0},
+        "duration_seconds": round(seconds, 3),
+    }
+
+
+def _run_resolved(
+    resolution: Any,
+    chain: FallbackChain,
+    *,
+    chosen: tuple[str, ...],
+    table: ToleranceTable,
+    env: Mapping[str, str],
+    cell_id: str | None,
+    opcheck: bool,
+    isa_paths: Sequence[str] | None,
+    gpu_archs: Sequence[str] | None,
+    started: float,
+) -> dict[str, Any]:
     used = resolution.used
     from xcompat.devices import get_backend
-    from xcompat.kernels.build import isa_info, kernel_ops, load_kernels
 
     device = get_backend(used).torch_device
-    loaded = load_kernels(with_device=used in ("cuda", "rocm"), env=env)
-    ops = kernel_ops()
     isa: dict[str, Any] | None = None
     paths: list[str | None] = [None]
+    if used == "mps":
+        # Metal is one more ops backend: the shader set, with the same call surface
+        from xcompat.kernels.metal import MetalKernels
+
+        ops: Any = MetalKernels()
+        build_info: dict[str, Any] = ops.build_info()
+    else:
+        from xcompat.kernels.build import isa_info, kernel_ops, load_kernels
+
+        loaded = load_kernels(with_device=used in ("cuda", "rocm"), env=env, gpu_archs=gpu_archs)
+        build_info = loaded.to_dict()
+        ops = kernel_ops()
     if used == "cpu":
         isa = isa_info()
         if isa["error"]:
@@ -285,25 +277,17 @@ def run_kernels(
         else:
             paths = list(isa["supported"])
     kernel_results: list[dict[str, Any]] = []
-    metal = None
-    if used == "mps":
-        from xcompat.kernels.metal import MetalKernels
-
-        metal = MetalKernels()
     for name in chosen:
         case_results: list[dict[str, Any]] = []
         table_name = "add" if name == "_broken_add_stride" else name
         for case in casegen.generate_cases(name):
             tol = table.get(table_name, case.dtype, used)
             for path in paths:
-                if metal is not None:
-                    res = metal.run_case(case, tol)
-                else:
-                    if path is not None:
-                        ops.set_isa(path)
-                    res = run_case(ops, case, device, tol, poison=ops.set_poison)
-                    if path is not None:
-                        res["isa"] = path
+                if path is not None:
+                    ops.set_isa(path)
+                res = run_case(ops, case, device, tol, poison=ops.set_poison)
+                if path is not None:
+                    res["isa"] = path
                 case_results.append(res)
         if used == "cpu" and isa is not None:
             ops.set_isa("auto" if isa["source"] != "env" else isa["selected"])
@@ -316,7 +300,7 @@ def run_kernels(
             }
         )
     opcheck_results = run_opcheck(ops, device) if opcheck and used != "mps" else {}
-    checks = device_checks(metal if metal is not None else ops, used, device)
+    checks = device_checks(ops, used, device)
     failed_cases = sum(k["counts"]["failed"] for k in kernel_results)
     total_cases = sum(len(k["cases"]) for k in kernel_results)
     failed_checks = [c["name"] for c in checks if c["status"] == "failed"]
@@ -350,7 +334,7 @@ def run_kernels(
         "required": list(resolution.required),
         "fallback": {"order": list(chain.order), "missing_required": list(resolution.missing_required),
                      "steps": [s.to_dict() for s in resolution.steps]},
-        "build": loaded.to_dict(),
+        "build": build_info,
         "isa": isa,
         "environment": _environment(),
         "kernels": kernel_results,

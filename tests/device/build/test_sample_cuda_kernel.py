@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.device, pytest.mark.cuda, pytest.mark.slow]
-
 HERE = Path(__file__).resolve().parent
 
 
@@ -31,14 +29,19 @@ def _nvcc() -> str | None:
     return shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
 
 
+# Decided at collection, before the sample_wheels fixture builds two wheels (~2 min).
+pytestmark = [
+    pytest.mark.device, pytest.mark.cuda, pytest.mark.slow,
+    pytest.mark.skipif(_compute_capability() is None, reason="no CUDA device (nvidia-smi reports none)"),
+    pytest.mark.skipif(_nvcc() is None, reason="no nvcc to build the test harness"),
+]
+
+
 @pytest.mark.parametrize("variant", ["v1", "v2"])
 def test_scaled_add_kernel_matches_float64_on_the_gpu(variant: str, sample_wheels, tmp_path: Path) -> None:
     capability = _compute_capability()
-    if capability is None:
-        pytest.skip("no CUDA device (nvidia-smi reports none)")
     nvcc = _nvcc()
-    if nvcc is None:
-        pytest.skip("no nvcc to build the test harness")
+    assert capability is not None and nvcc is not None  # the module is skipped otherwise
     with zipfile.ZipFile(sample_wheels[variant]) as zf:
         if "sample_ext/libsample_ext_cuda.so" not in zf.namelist():
             pytest.skip("sample wheel built without the CUDA kernel")

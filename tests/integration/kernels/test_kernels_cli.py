@@ -15,11 +15,20 @@ from xcompat.devices import available_backends
 pytestmark = pytest.mark.skipif("cuda" in available_backends(), reason="these tests describe a machine without CUDA")
 
 
-def test_requested_cuda_without_cuda_exits_5_with_the_reason(kernels_lib: Any) -> None:
-    proc = run_cli(["kernels", "run", "--backend", "cuda"])
+def test_requested_cuda_without_cuda_exits_5_with_the_reason(kernels_lib: Any, tmp_path: Path) -> None:
+    from xcompat.jsonio import read_json
+
+    out = tmp_path / "kernels.json"
+    proc = run_cli(["kernels", "run", "--backend", "cuda", "--json", str(out), "--cell-id", "linux-cuda-py311"])
     assert proc.returncode == 5
     assert "backend 'cuda' was requested but is not available" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+    # the lane that could not run still has a result, for the report
+    doc = read_json(out, schema="kernels")
+    assert doc["status"] == "failed" and doc["backend_used"] is None and doc["build"] is None
+    assert doc["unavailable"]["exit_code"] == 5 and "not available" in doc["unavailable"]["message"]
+    assert doc["cell_id"] == "linux-cuda-py311" and doc["fallback"]["missing_required"] == ["cuda"]
+    assert doc["fallback"]["steps"][0]["backend"] == "cuda" and doc["fallback"]["steps"][0]["available"] is False
 
 
 def test_required_cuda_lane_on_cpu_is_a_fallback_not_a_pass(kernels_lib: Any, tmp_path: Path) -> None:
