@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xcompat-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint lock bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff mypy
 	$(PY) -m ruff check src
 	$(PY) -m mypy
+
+# The composite action's hashed lock of xcompat's own dependencies (torch and frameworks excluded).
+lock:
+	$(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet uv==0.13.9
+	.venv-lock/bin/uv pip compile locks/action.in --universal --python-version 3.10 --generate-hashes \
+	  --custom-compile-command "make lock" -o locks/action.txt
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

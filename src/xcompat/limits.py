@@ -46,8 +46,7 @@ class InputLimits:
     wheel_compression_ratio: int = 1000  # uncompressed / compressed of one member (zip bombs)
     # the forge (GitHub / GitLab HTTP answers)
     http_response_bytes: int = 32 * MiB  # one response body
-    http_pages: int = 100  # pages of one paginated list
-    retry_after_seconds: int = 120  # the longest Retry-After honoured
+    http_pages: int = 50  # pages of one paginated list (RetryPolicy.max_pages)
 
 
 LIMITS = InputLimits()

@@ -196,8 +196,9 @@ def load_contract() -> Contract:
 class Fault:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
-    body: dict[str, Any] = field(default_factory=dict)
+    body: Any = field(default_factory=dict)  # JSON, or bytes sent as they are (truncated JSON, empty)
     method: str | None = None  # None: any request
+    after: bool = False  # carry the request out, then answer with this fault (a 5xx after a create)
 
 
 class FakeGitHub:
@@ -271,6 +272,10 @@ class FakeGitHub:
             for i, fault in enumerate(self.faults):
                 if fault.method in (None, method):
                     del self.faults[i]
+                    if fault.after:
+                        owner, repo = params.get("owner"), params.get("repo")
+                        if (owner, repo) == (self.owner, self.repo):
+                            self._route(method, template, op, params)
                     return fault.status, fault.headers, fault.body
             if method != "GET" and self.tokens[token] == "read":
                 return 403, {}, {"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest"}
@@ -294,12 +299,16 @@ class FakeGitHub:
         body = params.get("_body") or {}
         if (method, template) == ("POST", "/repos/{owner}/{repo}/check-runs"):
             run = self.contract.example(op, "201") or {}
-            run.update({"id": self.new_id(), "name": body["name"], "head_sha": body["head_sha"], "status": body.get("status", "queued"), "conclusion": body.get("conclusion")})
+            run.update({"id": self.new_id(), "name": body["name"], "head_sha": body["head_sha"], "status": body.get("status", "queued"), "conclusion": body.get("conclusion"), "external_id": body.get("external_id")})
             run["html_url"] = f"https://github.com/{self.owner}/{self.repo}/runs/{run['id']}"
             run["_annotations"] = list(body.get("output", {}).get("annotations", []))
             run["_output"] = body.get("output")
             self.check_runs[run["id"]] = run
             return 201, {}, {k: v for k, v in run.items() if not k.startswith("_")}
+        if (method, template) == ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"):
+            found = [{k: v for k, v in run.items() if not k.startswith("_")} for run in self.check_runs.values()
+                     if run["head_sha"] == params["ref"] and params.get("check_name") in (None, run["name"])]
+            return 200, {}, {"total_count": len(found), "check_runs": found}
         if template == "/repos/{owner}/{repo}/check-runs/{check_run_id}":
             run = self.check_runs.get(params["check_run_id"])
             if run is None:
@@ -374,7 +383,7 @@ def _handler(fake: Any) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, extra, payload = fake.handle(self.command, self.path, headers, body)
-            data = json.dumps(payload).encode("utf-8")
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
-from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
+from xcompat.forges.http import BudgetExceeded, ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.report.channels import Limits, load_limits
 from xcompat.report.model import Report
 from xcompat.report.render import marker, render
@@ -36,6 +36,7 @@ from xcompat.report.render import marker, render
 DEFAULT_API = "https://api.github.com"
 SUMMARY_SECTIONS = ("header", "grid", "failures", "abi", "coverage")
 TEXT_SECTIONS = ("failures", "cells", "other")
+DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
 READ_ONLY_EVENTS = ("pull_request", "pull_request_review", "pull_request_review_comment")
 
 
@@ -52,6 +53,11 @@ class GitHubContext:
     token: str | None
     run_id: str | None = None
     actor: str = ""
+    repository_id: str | None = None  # GITHUB_REPOSITORY_ID: this repository's numeric id
+    # Whose comments the sticky-comment lookup may edit: the login the token posts as.
+    # GITHUB_TOKEN posts as github-actions[bot]; a GitHub App token as <app-slug>[bot], a
+    # personal token as that user (set XCOMPAT_COMMENT_AUTHOR).
+    comment_author: str = DEFAULT_COMMENT_AUTHOR
 
     @property
     def owner_repo(self) -> tuple[str, str]:
@@ -77,14 +83,31 @@ class GitHubContext:
         if isinstance(number, int):
             return number
         if self.event_name == "workflow_run":
-            prs = self.event.get("workflow_run", {}).get("pull_requests") or []
-            # Only trust PRs of this repository: for forks GitHub leaves this list empty.
-            for pr in prs:
-                if isinstance(pr, dict) and isinstance(pr.get("number"), int):
-                    base = pr.get("base", {}).get("repo", {}).get("name")
-                    if base in (None, self.owner_repo[1]):
-                        return pr["number"]
+            run = self.event.get("workflow_run")
+            prs = run.get("pull_requests") if isinstance(run, dict) else None
+            # Only PRs whose base is THIS repository, matched by id or API URL: a fork (or any
+            # repository) with the same name is another repository, and its PR numbers are not ours.
+            for pr in prs if isinstance(prs, list) else []:
+                if isinstance(pr, dict) and isinstance(pr.get("number"), int) and self._is_this_repository(
+                    (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), dict) else None
+                ):
+                    return pr["number"]
         return None
+
+    def _is_this_repository(self, repo: Any) -> bool:
+        if not isinstance(repo, dict):
+            return False
+        this = self.event.get("repository")
+        this = this if isinstance(this, dict) else {}
+        ours_id = self.repository_id or (str(this["id"]) if isinstance(this.get("id"), int) else None)
+        theirs_id = repo.get("id")
+        if ours_id is not None and isinstance(theirs_id, int):
+            return str(theirs_id) == ours_id
+        ours_url = this.get("url") if isinstance(this.get("url"), str) else None
+        if ours_url is None:
+            ours_url = f"{self.api_url.rstrip('/')}/repos/{self.repository}"
+        theirs_url = repo.get("url")
+        return isinstance(theirs_url, str) and theirs_url.rstrip("/").lower() == ours_url.rstrip("/").lower()
 
     @property
     def head_sha(self) -> str | None:
@@ -130,6 +153,8 @@ class GitHubContext:
             token=token,
             run_id=env.get("GITHUB_RUN_ID"),
             actor=env.get("GITHUB_ACTOR", ""),
+            repository_id=env.get("GITHUB_REPOSITORY_ID") or None,
+            comment_author=env.get("XCOMPAT_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR,
         )
 
 
@@ -233,12 +258,7 @@ class GitHubPublisher:
         title = f"{report.title}: {report.headline}"[:255]
         annotations = annotations_for(report, self.limits)
         chunk = self.limits.annotations.per_request
-        created = self.http.json(
-            "POST",
-            f"{self.repo_path}/check-runs",
-            json={"name": name, "head_sha": head_sha, "status": "in_progress", "started_at": _now()},
-        )
-        run_id = created["id"]
+        run_id = self._create_check_run(name, head_sha)
         output: dict[str, Any] = {"title": title, "summary": summary, "text": text}
         if annotations:
             output["annotations"] = annotations[:chunk]
@@ -253,19 +273,67 @@ class GitHubPublisher:
                 f"{self.repo_path}/check-runs/{run_id}",
                 json={"output": {"title": title, "summary": summary, "annotations": annotations[start : start + chunk]}},
             )
-        url = done.get("html_url") if isinstance(done, dict) else None
+        url = _html_url(done)
         return Delivery(channel="check run", ok=True, detail=f"{name}: {report.conclusion}, {len(annotations)} annotation(s)", url=url)
+
+    def _create_check_run(self, name: str, head_sha: str) -> int:
+        """Create the in-progress check run once, even when GitHub answers a create with a 5xx.
+
+        A 5xx may come after the run was created; a blind retry would leave that one in
+        progress forever. Each create carries a fresh ``external_id``: after a 5xx the runs of
+        the commit are listed and the one with that id is used; only when there is none is
+        the create sent again.
+        """
+        import uuid
+
+        external_id = f"xcompat-{uuid.uuid4().hex}"
+        body = {"name": name, "head_sha": head_sha, "status": "in_progress", "started_at": _now(), "external_id": external_id}
+        path = f"{self.repo_path}/check-runs"
+        try:
+            created = self.http.json("POST", path, json=body, retry_server_errors=False)
+        except PermissionDenied:
+            raise
+        except ForgeError as exc:
+            if isinstance(exc, BudgetExceeded) or (exc.status is not None and exc.status < 500):
+                raise
+            existing = self._check_run_with_external_id(head_sha, name, external_id)
+            if existing is not None:
+                return existing
+            created = self.http.json("POST", path, json=body)
+        return _object_id(created, "POST " + path)
+
+    def _check_run_with_external_id(self, head_sha: str, name: str, external_id: str) -> int | None:
+        response = self.http.json(
+            "GET", f"{self.repo_path}/commits/{head_sha}/check-runs", params={"check_name": name, "filter": "all", "per_page": 100}
+        )
+        runs = response.get("check_runs") if isinstance(response, dict) else None
+        for run in runs if isinstance(runs, list) else []:
+            if isinstance(run, dict) and run.get("external_id") == external_id and isinstance(run.get("id"), int):
+                return int(run["id"])
+        return None
 
     # -- sticky comment -----------------------------------------------------------------------
     def find_comments(self, pr_number: int, key: str) -> list[dict[str, Any]]:
-        """Comments whose body starts with the marker; bots' first (a person may paste the marker)."""
+        """xcompat's own comments: the marker at the start, written by ``comment_author``.
+
+        A person can paste the marker into a comment of their own; a token that may edit
+        it (a maintainer's, an App's) must still never overwrite it, so the author is checked.
+        """
         mark = marker(key)
-        found = [
-            c
-            for c in self.http.paginate(f"{self.repo_path}/issues/{pr_number}/comments", {"per_page": 100})
-            if isinstance(c, dict) and isinstance(c.get("body"), str) and c["body"].lstrip().startswith(mark)
-        ]
-        return sorted(found, key=lambda c: (c.get("user") or {}).get("type") != "Bot")
+        author = self.context.comment_author.lower()
+
+        def ours(c: Any) -> bool:
+            user = c.get("user") if isinstance(c, dict) else None
+            login = user.get("login") if isinstance(user, dict) else None
+            return (
+                isinstance(c.get("body"), str)
+                and c["body"].lstrip().startswith(mark)
+                and isinstance(login, str)
+                and login.lower() == author
+                and isinstance(c.get("id"), int)
+            )
+
+        return [c for c in self.http.paginate(f"{self.repo_path}/issues/{pr_number}/comments", {"per_page": 100}) if ours(c)]
 
     def find_comment(self, pr_number: int, key: str) -> dict[str, Any] | None:
         found = self.find_comments(pr_number, key)
@@ -276,7 +344,7 @@ class GitHubPublisher:
         for existing in self.find_comments(pr_number, key):
             try:
                 updated = self.http.json("PATCH", f"{self.repo_path}/issues/comments/{existing['id']}", json={"body": body})
-                return Delivery(channel="PR comment", ok=True, detail=f"updated on #{pr_number}", url=updated.get("html_url"))
+                return Delivery(channel="PR comment", ok=True, detail=f"updated on #{pr_number}", url=_html_url(updated))
             except PermissionDenied:
                 continue  # someone else's comment carrying the marker: try the next one
         try:
@@ -291,9 +359,9 @@ class GitHubPublisher:
             # A 5xx on create may still have created the comment: look again before retrying once.
             found = self.find_comment(pr_number, key)
             if found is not None:
-                return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=found.get("html_url"))
+                return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=_html_url(found))
             created = self.http.json("POST", f"{self.repo_path}/issues/{pr_number}/comments", json={"body": body})
-        return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=created.get("html_url"))
+        return Delivery(channel="PR comment", ok=True, detail=f"created on #{pr_number}", url=_html_url(created))
 
     # -- PR lookup ------------------------------------------------------------------------------
     def find_pr_for_sha(self, sha: str, *, head_owner: str | None = None, head_branch: str | None = None) -> int | None:
@@ -357,6 +425,23 @@ class GitHubPublisher:
             )
         except ForgeError as exc:
             return Delivery(channel=channel, ok=False, detail=f"not posted: {exc.message}")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # An answer of an unexpected shape is a delivery failure, never a traceback: the
+            # other channels are still tried and the exit code follows --on-post-failure.
+            return Delivery(channel=channel, ok=False, detail=f"not posted: GitHub sent an unexpected answer ({type(exc).__name__})")
+
+
+def _html_url(answer: Any) -> str | None:
+    url = answer.get("html_url") if isinstance(answer, dict) else None
+    return url if isinstance(url, str) else None
+
+
+def _object_id(answer: Any, what: str) -> int:
+    """The ``id`` of a created object; an empty or malformed 2xx answer is a delivery failure."""
+    if isinstance(answer, dict) and isinstance(answer.get("id"), int) and not isinstance(answer.get("id"), bool):
+        return int(answer["id"])
+    shown = "an empty answer" if answer is None else "an answer without an id"
+    raise ForgeError(f"GitHub: {what}: {shown}; the object may or may not exist")
 
 
 def job_summary_budget(path: str | None, limits: Limits | None = None) -> int:

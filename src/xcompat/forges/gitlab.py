@@ -17,16 +17,18 @@ ABI findings (``reports:codequality``) and the Cobertura file the coverage stage
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from xcompat.errors import InputError
 from xcompat.forges.github import Delivery
 from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
-from xcompat.jsonio import atomic_write_text, dump_json, validate
+from xcompat.jsonio import atomic_write_bytes, atomic_write_text, dump_json, validate
+from xcompat.limits import LIMITS, read_bounded
+from xcompat.log import get_logger
 from xcompat.report.model import Report, StageResult
 from xcompat.report.render import marker, render
 
@@ -93,7 +95,8 @@ class GitLabPublisher:
         return [
             note
             for note in self.http.paginate(self.notes_path, {"per_page": 100, "sort": "asc", "order_by": "created_at"})
-            if isinstance(note, dict) and not note.get("system") and str(note.get("body", "")).lstrip().startswith(mark)
+            if isinstance(note, dict) and not note.get("system") and isinstance(note.get("id"), int)
+            and str(note.get("body", "")).lstrip().startswith(mark)
         ]
 
     def find_note(self, key: str) -> dict[str, Any] | None:
@@ -133,6 +136,8 @@ class GitLabPublisher:
             return Delivery(channel="MR note", ok=False, detail=f"not posted: the token may not write notes ({exc.message})")
         except ForgeError as exc:
             return Delivery(channel="MR note", ok=False, detail=f"not posted: {exc.message}")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return Delivery(channel="MR note", ok=False, detail=f"not posted: GitLab sent an unexpected answer ({type(exc).__name__})")
 
 
 def write_artifacts(report: Report, results: Iterable[StageResult], folder: str | Path) -> list[Path]:
@@ -152,11 +157,34 @@ def write_artifacts(report: Report, results: Iterable[StageResult], folder: str 
         if isinstance(name, dict):
             name = name.get("path")
         if isinstance(name, str) and name:
-            candidates = [Path(name)] if Path(name).is_absolute() else [Path(result.source).parent / name, Path(name)]
-            source = next((c for c in candidates if c.is_file()), None)
-            if source is not None:
-                target = folder / "cobertura.xml"
-                shutil.copyfile(source, target)
-                written.append(target)
+            data = read_result_attachment(Path(result.source), name, what="Cobertura report")
+            if data is not None:
+                written.append(atomic_write_bytes(folder / "cobertura.xml", data))
                 break
     return written
+
+
+def read_result_attachment(result_file: Path, name: str, *, what: str) -> bytes | None:
+    """The bytes of a file a result names, only when it lies inside the result's own folder.
+
+    Results come from pull requests and fork runs: a name is refused (logged, not copied)
+    when it is absolute, has a ``..`` part, or leads (through symlinks) out of the folder
+    of the result file, and only regular files of bounded size are read. Without this a
+    result naming ``/proc/self/environ`` would put the job's token into an uploaded artifact.
+    """
+    log = get_logger()
+    folder = result_file.parent.resolve()
+    if not name or name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in Path(name).parts or "\0" in name:
+        log.warning(f"{result_file}: {what} path {name!r} is not a relative path inside the results folder; not copied")
+        return None
+    candidate = (folder / name).resolve()
+    if candidate != folder and folder not in candidate.parents:
+        log.warning(f"{result_file}: {what} path {name!r} leads out of the results folder; not copied")
+        return None
+    if not candidate.exists():
+        return None
+    try:
+        return read_bounded(candidate, what=what, limit=LIMITS.json_bytes)
+    except InputError as exc:
+        log.warning(f"{result_file}: {what} not copied: {exc}")
+        return None

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import requests
 
 from xcompat.errors import ToolError
+from xcompat.limits import LIMITS
 from xcompat.log import get_logger
 
 
@@ -37,7 +38,7 @@ class RetryPolicy:
     backoff_max_s: float = 60.0
     rate_limit_floor_s: float = 60.0
     request_timeout_s: float = 30.0
-    max_pages: int = 50
+    max_pages: int = LIMITS.http_pages
 
     def __post_init__(self) -> None:
         if self.total_budget_s <= 0 or self.max_attempts < 1 or self.max_pages < 1:
@@ -58,6 +59,26 @@ class PermissionDenied(ForgeError):
 
 class BudgetExceeded(ForgeError):
     """The service asked to wait longer than the remaining time budget."""
+
+
+def _retry_after_seconds(value: str, now: float) -> float | None:
+    """Seconds a ``Retry-After`` value asks for (delta-seconds or an HTTP date), else None."""
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - now
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
+        return None
+    return max(0.0, seconds)  # a wait longer than the time budget is refused by the caller
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -125,12 +146,11 @@ class ForgeHTTP:
         headers = response.headers
         retry_after = headers.get("retry-after")
         if retry_after:
-            try:
-                return max(0.0, float(retry_after))
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(retry_after) if retry_after else None
-                if when is not None:
-                    return max(0.0, when.timestamp() - self._wall())
+            seconds = _retry_after_seconds(retry_after, self._wall())
+            if seconds is not None:
+                return seconds
+            # An unreadable Retry-After (neither seconds nor an HTTP date) is ignored: the
+            # other rate-limit signals below still apply.
         if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
             try:
                 return max(0.0, float(headers["x-ratelimit-reset"]) - self._wall()) + 1.0
@@ -176,8 +196,11 @@ class ForgeHTTP:
                     json=json,
                     timeout=min(self.policy.request_timeout_s, max(self._remaining(), 1.0)),
                     allow_redirects=False,
+                    stream=True,
                 )
-            except (requests.ConnectionError, requests.Timeout) as exc:
+                self._read_bounded_body(response, what)
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.ContentDecodingError) as exc:
                 if attempt >= self.policy.max_attempts or not retry_server_errors:
                     raise self._fail(
                         ForgeError, f"{self.service}: {what}: network error after {attempt} attempt(s): {type(exc).__name__}"
@@ -205,6 +228,21 @@ class ForgeHTTP:
                 raise self._fail(PermissionDenied, f"{self.service}: {what}: {status} {message}", status=status)
             raise self._fail(ForgeError, f"{self.service}: {what}: {status} {message}", status=status)
 
+    def _read_bounded_body(self, response: requests.Response, what: str) -> None:
+        """Read the body now, refusing one larger than ``LIMITS.http_response_bytes``."""
+        limit = LIMITS.http_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            response.close()
+            raise self._fail(ForgeError, f"{self.service}: {what}: answer of {declared} bytes is over the limit of {limit}")
+        data = bytearray()
+        for chunk in response.iter_content(chunk_size=1 << 16):
+            data += chunk
+            if len(data) > limit:
+                response.close()
+                raise self._fail(ForgeError, f"{self.service}: {what}: answer is over the limit of {limit} bytes")
+        response._content = bytes(data)  # the body, read once; .json() and .text use it
+
     def _backoff(self, attempt: int) -> float:
         return min(self.policy.backoff_max_s, self.policy.backoff_base_s * 2 ** (attempt - 1))
 
@@ -223,10 +261,13 @@ class ForgeHTTP:
         response = self.request(method, path, **kwargs)
         if not response.content:
             return None
+        return self._decode(response, f"{method} {urlsplit(self.url(path)).path}")
+
+    def _decode(self, response: requests.Response, what: str) -> Any:
         try:
             return response.json()
-        except ValueError:
-            raise self._fail(ForgeError, f"{self.service}: {method} {urlsplit(self.url(path)).path}: answer is not JSON") from None
+        except (ValueError, RecursionError):
+            raise self._fail(ForgeError, f"{self.service}: {what}: answer is not JSON (truncated or malformed)") from None
 
     def paginate(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
         """Yield the items of a list endpoint, following ``Link: rel="next"`` (bounded)."""
@@ -236,7 +277,7 @@ class ForgeHTTP:
             if next_url is None:
                 return
             response = self.request("GET", next_url, params=query)
-            data = response.json()
+            data = self._decode(response, f"GET {urlsplit(self.url(path)).path}")
             if not isinstance(data, list):
                 raise self._fail(ForgeError, f"{self.service}: GET {urlsplit(self.url(path)).path}: expected a list")
             yield from data
