@@ -161,14 +161,19 @@ def toolchain_present(toolchain: Mapping[str, Any], torch_cuda: str | None, torc
     if not toolchain.get("ninja"):
         missing.append("ninja (pip install ninja)")
     if torch_cuda and not toolchain.get("nvcc"):
-        missing.append(f"nvcc for CUDA {torch_cuda} (CUDA toolkit or the nvidia-cuda-nvcc wheel; set CUDA_HOME)")
+        rejected = list(toolchain.get("cuda_toolkit_rejected") or ())
+        why = f": {'; '.join(rejected)}" if rejected else ""
+        missing.append(f"a complete CUDA {torch_cuda} toolkit (bin/nvcc, include/cuda_runtime.h, libcudart in lib64/ "
+                       f"or lib/; CUDA_HOME or pip install 'cuda-toolkit[nvcc,cccl,cudart]'){why}")
     if torch_hip and not toolchain.get("hipcc"):
         missing.append("hipcc (ROCm)")
     if missing:
         return Assertion(name=name, status="failed", reason="cannot JIT-build torch extensions: missing " + ", ".join(missing))
     parts = [f"c++: {toolchain['cxx']}", f"ninja {toolchain['ninja']}"]
     if toolchain.get("nvcc"):
-        parts.append(f"nvcc: {toolchain['nvcc']}")
+        tk = toolchain.get("cuda_toolkit") or {}
+        where = f" ({tk.get('layout')} toolkit in {tk.get('root')})" if tk else ""
+        parts.append(f"nvcc: {toolchain['nvcc']}{where}")
     return Assertion(name=name, status="passed", reason="; ".join(parts))
 
 

@@ -67,16 +67,21 @@ def _toolchain(env: Mapping[str, str], torch_cuda: str | None) -> dict[str, Any]
         candidate = Path(sys.executable).parent / "ninja"
         ninja_path = str(candidate) if candidate.is_file() else None
     ninja = _run_first_line([ninja_path, "--version"]) if ninja_path else None
+    # the same discovery and checks (nvcc, cuda_runtime.h, libcudart) the kernel build uses
+    from xcompat.devices.toolkit import find_compute_sanitizer, find_cuda_toolkit, find_cuobjdump
+
+    search = find_cuda_toolkit(env, torch_cuda=torch_cuda)
+    toolkit = search.toolkit
     nvcc = None
-    cuda_home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc_path = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else shutil.which("nvcc")
-    if nvcc_path and os.path.exists(nvcc_path):
-        out = subprocess.run([nvcc_path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    if toolkit is not None:
+        out = subprocess.run([str(toolkit.nvcc), "--version"], capture_output=True, text=True, timeout=30,
+                             check=False)
         lines = [ln for ln in out.stdout.splitlines() if "release" in ln]
         nvcc = lines[-1].strip() if lines else None
     hipcc = shutil.which("hipcc")
-    return {"cxx": cxx, "ninja": ninja, "nvcc": nvcc, "nvcc_path": nvcc_path if nvcc else None,
-            "hipcc": hipcc, "cuobjdump": shutil.which("cuobjdump")}
+    return {"cxx": cxx, "ninja": ninja, "nvcc": nvcc, "nvcc_path": str(toolkit.nvcc) if toolkit and nvcc else None,
+            "cuda_toolkit": toolkit.to_dict() if toolkit else None, "cuda_toolkit_rejected": list(search.rejected),
+            "hipcc": hipcc, "cuobjdump": find_cuobjdump(env), "compute_sanitizer": find_compute_sanitizer(env)}
 
 
 def _numpy() -> dict[str, Any]:

@@ -120,3 +120,16 @@ def test_parse_cpuinfo_malformed(text: str) -> None:
 
 def test_normalise_arch() -> None:
     assert normalise_arch("AMD64") == "x86_64" and normalise_arch("arm64") == "aarch64"
+
+
+def test_toolchain_check_fails_with_the_reason_an_incomplete_toolkit_was_rejected() -> None:
+    from xcompat.probe.assertions import toolchain_present
+
+    facts = {"cxx": "g++ 12", "ninja": "1.11", "nvcc": None, "cuda_toolkit": None,
+             "cuda_toolkit_rejected": ["nvcc on PATH (/usr/local/bin/nvcc): /usr/local has no include/cuda_runtime.h"]}
+    result = toolchain_present(facts, "13.0", None)
+    assert result.status == "failed"
+    assert "cuda_runtime.h" in result.reason and "/usr/local/bin/nvcc" in result.reason
+    ok = toolchain_present({**facts, "nvcc": "Cuda compilation tools, release 13.0, V13.0.88",
+                            "cuda_toolkit": {"layout": "pip", "root": "/site/nvidia/cu13"}}, "13.0", None)
+    assert ok.status == "passed" and "pip toolkit in /site/nvidia/cu13" in ok.reason
