@@ -51,11 +51,14 @@ def policy_from_matrix(matrix: Any) -> Mapping[str, Any] | None:
     if abi is None:
         return None
     if isinstance(abi, Mapping):
-        return {k: v for k, v in abi.items() if k in ("bumps", "gate", "rules", "ignore")}
+        return {k: v for k, v in abi.items() if k in ("bumps", "gate", "rules", "ignore", "extension_exports")}
     out: dict[str, Any] = {"bumps": dict(getattr(abi, "bumps", {}) or {})}
     gating = getattr(abi, "gating", None)
     if gating is not None:
         out["gate"] = list(gating)
+    declared = getattr(abi, "extension_exports", None)
+    if declared:
+        out["extension_exports"] = list(declared)
     return out
 
 

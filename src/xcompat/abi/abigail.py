@@ -31,6 +31,17 @@ def decode_exit(code: int) -> str:
     return "same"
 
 
+REPORT_LINES = 40
+
+
+def _fold_report(text: str) -> str:
+    """abidiff's text report, kept as lines (indentation included), cut at ``REPORT_LINES``."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if len(lines) > REPORT_LINES:
+        lines = [*lines[:REPORT_LINES], f"... {len(lines) - REPORT_LINES} more line(s): run abidiff for the full report"]
+    return "\n" + "\n".join(lines) if lines else ""
+
+
 def run_abidiff(old: Path, new: Path, add, unchecked: list[str], *, old_debug: bool, new_debug: bool) -> None:
     """Run abidiff when it can say more than the symbol tier; report why not otherwise."""
     if not (old_debug and new_debug):
@@ -51,7 +62,7 @@ def run_abidiff(old: Path, new: Path, add, unchecked: list[str], *, old_debug: b
         unchecked.append(f"abidiff did not finish within {TIMEOUT_S} s; type-level changes not checked")
         return
     verdict = decode_exit(proc.returncode)
-    report = "; ".join(line.strip() for line in proc.stdout.splitlines() if line.strip())[:2000]
+    report = _fold_report(proc.stdout)
     if verdict == "error":
         unchecked.append(f"abidiff failed (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
     elif verdict == "incompatible":

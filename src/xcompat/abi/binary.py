@@ -34,13 +34,17 @@ class LibraryInterface:
     # set by the readers; None means "not known yet, look at the exports"
     python_extension: bool | None = None
     debug_info: bool | None = None
-    # exported data objects (incl. TLS) -> st_size; filled by the ELF reader in its one pass
+    # versioned export keys ("name@VER") that are not the default version of their name
+    # (``.symver name,name@VER`` compat aliases, versym hidden bit): only references that ask
+    # for VER bind to them
+    hidden_versions: frozenset[str] = frozenset()
+    # exported data objects (incl. TLS and GNU-unique) -> st_size; filled by the ELF reader
     _objects: dict[str, int] | None = None
 
     @property
     def object_sizes(self) -> dict[str, int]:
         if self._objects is None:
-            self._objects = {k: s for k, (t, s) in self.exports.items() if t in "oOtT"}
+            self._objects = {k: s for k, (t, s) in self.exports.items() if t in "oOtTu"}
         return self._objects
 
     @property

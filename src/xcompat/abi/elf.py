@@ -49,12 +49,22 @@ STV_DEFAULT = 0
 STV_PROTECTED = 3
 
 # st_info type -> one-letter kind used in manifests: lower case for GLOBAL binding, upper case
-# for WEAK / GNU_UNIQUE (vague linkage: inline functions and template instantiations).
+# for WEAK (vague linkage: inline functions and template instantiations); GNU_UNIQUE data
+# objects (static members of inline functions and templates, unified by the loader) are "u",
+# as in nm; other GNU_UNIQUE symbols are upper case.
 _TYPE_CHAR = {0: "n", 1: "o", 2: "f", 3: "s", 4: "l", 5: "c", 6: "t", 10: "i"}
-_INFO_CHAR = {
-    info: (_TYPE_CHAR.get(info & 0xF, "?").upper() if info >> 4 in (2, 10) else _TYPE_CHAR.get(info & 0xF, "?"))
-    for info in range(256)
-}
+
+
+def _info_char(info: int) -> str:
+    bind, typ = info >> 4, info & 0xF
+    if bind == STB_GNU_UNIQUE and typ == 1:
+        return "u"
+    char = _TYPE_CHAR.get(typ, "?")
+    return char.upper() if bind in (STB_WEAK, STB_GNU_UNIQUE) else char
+
+
+_INFO_CHAR = {info: _info_char(info) for info in range(256)}
+_OBJECT_CHARS = "oOtTu"
 
 # NumPy bakes its C-API target into the message that ``import_array()`` prints on mismatch.
 _NUMPY_TARGET = re.compile(rb"compiled against NumPy C-API version 0x[%\w]+ \(NumPy ([0-9]+\.[0-9]+)\)")
@@ -306,6 +316,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     exports: dict[str, tuple[str, int]] = {}
     objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
+    hidden: set[str] = set()
     # Decode the string table once (latin-1 keeps byte offsets) and slice str objects; names
     # that are not ASCII (rare: UTF-8 identifiers) are re-decoded as UTF-8 below.
     text = strtab.decode("latin-1")
@@ -313,6 +324,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     find = text.find
     tlen = len(strtab)
     type_char = _INFO_CHAR
+    objects_chars = _OBJECT_CHARS
     for idx, s in enumerate(lay.sym.iter_unpack(symdata)):
         st_info = s[f_info]
         bind = st_info >> 4
@@ -344,13 +356,16 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
                 vn = ver_names.get(v & 0x7FFF)
                 if vn is not None:
                     sym = f"{sym}@{vn[0]}"
+                    if v & 0x8000:
+                        hidden.add(sym)
         tc = type_char[st_info]
         exports[sym] = (tc, s[f_size])
-        if tc in "oOtT":
+        if tc in objects_chars:
             objects[sym] = s[f_size]
     info.exports = exports
     info._objects = objects
     info.imports = imports
+    info.hidden_versions = frozenset(hidden)
     # A CPython extension module exports PyInit_<name>; a bytes search is cheaper than a key scan.
     info.python_extension = b"PyInit_" in strtab and any(k.startswith("PyInit_") for k in exports)
 

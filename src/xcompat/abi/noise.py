@@ -92,13 +92,94 @@ def _class_data_of_plain_class(base: str) -> bool:
     return "<" not in demangle(base)
 
 
-def classify(name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False) -> str | None:
+def vague_linkage_shape(base: str, demangled: str | None = None) -> bool:
+    """Whether a WEAK C++ symbol has the shape of vague linkage (a copy every user of a header
+    carries), judged from its demangled name: this is a heuristic, documented in docs/abi.md.
+
+    In a linked library an inline function, a template instantiation and a function declared
+    ``__attribute__((weak))`` are all plain WEAK in ``.dynsym``. Only the first two are emitted
+    by every consumer that uses them; a consumer of an explicitly weak function binds to the
+    library's definition and fails to load when it is gone. Vague linkage is assumed for:
+
+    * template instantiations (template arguments in the demangled name: ``f<int>(...)``,
+      ``Box<T>::get()``, the vtable / typeinfo of ``Box<int>``);
+    * lambdas and other closures (``{lambda(...)#1}``), local statics and their guard
+      variables (``_ZGV``), thread-local wrappers (``_ZTW`` / ``_ZTH``);
+    * typeinfo of non-class types (function and pointer types).
+
+    A non-template WEAK function or variable (``ns::f(int)``, ``Shape::area() const``) is
+    treated as interface: it may be an inline member defined in a class body (then the
+    finding is a false positive a policy ``ignore`` pattern can silence), but it may also be
+    an explicitly weak definition that consumers bind to.
+    """
+    if base.startswith(("_ZGV", "_ZTW", "_ZTH")):
+        return True
+    if base.startswith(("_ZTI", "_ZTS", "_ZTV")):
+        return base[4:5] not in set("0123456789N") or not _class_data_of_plain_class(base)
+    text = demangled if demangled is not None else _demangle(base)
+    if text == base:  # not demangled (no C++ runtime): keep the old, permissive rule
+        return True
+    return "<" in _strip_params(text) or "{lambda" in text or "{unnamed type" in text or "::__" in text
+
+
+def _demangle(base: str) -> str:
+    from xcompat.abi.demangle import demangle
+
+    return demangle(base)
+
+
+def _strip_params(text: str) -> str:
+    """``ns::f<int>(std::vector<int>) const`` -> ``ns::f<int>``: template arguments of the
+    parameter list say nothing about the function itself."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0 and i > 0 and not text.startswith("operator", max(0, i - 8)):
+            return text[:i]
+    return text
+
+
+def is_extension_interface(base: str, declared: tuple[str, ...] = ()) -> bool:
+    """The interface of a CPython extension module: ``PyInit_*`` plus the symbols the project
+    declares (policy ``extension_exports``, glob patterns). Everything else an extension
+    exports (statically linked C libraries, leaked C++ helpers, capsule tables such as numpy's
+    ``_ARRAY_API``, which are reached through a capsule, not by the loader) is informational."""
+    if base.startswith("PyInit_"):
+        return True
+    if declared:
+        import fnmatch
+
+        return any(fnmatch.fnmatchcase(base, pat) for pat in declared)
+    return False
+
+
+_ARCH_DIRS = frozenset({"x86_64", "aarch64", "i686", "armv7l", "ppc64le", "s390x", "riscv64", "arm64", "universal2"})
+
+
+def default_extension_exports(key: str) -> tuple[str, ...]:
+    """The C API an extension module is assumed to declare when the project says nothing:
+    symbols named after its package, ``<first word of the top-level package>_*``
+    (``sample_ext/_core.so`` -> ``sample_*``), the usual naming of a deliberate C API. Symbols
+    of statically linked C libraries (libxml2's ``xml*`` in lxml) do not match it."""
+    parts = [p for p in key.split("/") if p]
+    if len(parts) > 1 and parts[0] in _ARCH_DIRS:
+        parts = parts[1:]
+    top = parts[0] if len(parts) > 1 else parts[0].split(".", 1)[0]
+    word = next((w for w in top.lower().replace("-", "_").split("_") if w), "")
+    return (f"{word}_*",) if len(word) >= 3 and word.isidentifier() else ()
+
+
+def classify(
+    name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False, declared: tuple[str, ...] = ()
+) -> str | None:
     """Return why ``name`` is noise or None.
 
     Reasons: ``linker``, ``version-node``, ``stdlib``, ``extension-internal`` and
-    ``vague-linkage``: a weak (or GNU-unique) C++ symbol is an inline function or template
-    instantiation emitted from a header; every user of that header carries its own copy,
-    so it appearing or vanishing breaks nobody."""
+    ``vague-linkage`` (a WEAK / GNU-unique C++ symbol whose demangled shape is that of an
+    inline function or template instantiation: see :func:`vague_linkage_shape`)."""
     base, _, ver = name.partition("@")
     if base in LINKER_SYMBOLS:
         return "linker"
@@ -106,8 +187,8 @@ def classify(name: str, lib: LibraryInterface, *, extension: bool, weak: bool = 
         return "version-node"  # the absolute symbol the linker emits for each version node
     if is_stdlib_symbol(base):
         return "stdlib"
-    if weak and is_mangled(base) and not _class_data_of_plain_class(base):
-        return "vague-linkage"
-    if extension and not (base.startswith("PyInit_") or (not is_mangled(base) and not base.startswith("_"))):
+    if extension and not is_extension_interface(base, declared):
         return "extension-internal"
+    if weak and is_mangled(base) and vague_linkage_shape(base):
+        return "vague-linkage"
     return None

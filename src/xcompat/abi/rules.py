@@ -2,7 +2,10 @@
 
 A project overrides the defaults with a policy: a mapping ``kind -> bump`` given with
 ``--policy FILE`` (JSON or YAML) or taken from the matrix's ABI policy. A policy may also be
-``{"rules": {kind: bump}, "ignore": ["glob on symbol or library", ...]}``.
+``{"rules": {kind: bump}, "ignore": ["glob on symbol or library", ...], "extension_exports":
+["glob", ...]}``; ``ignore`` patterns match a versioned symbol ``sym@VER`` by its full key or
+by its base name; ``extension_exports`` names the symbols of extension modules, besides
+``PyInit_*``, that other binaries link against.
 """
 
 from __future__ import annotations
@@ -48,13 +51,18 @@ class Policy:
     ignore: tuple[str, ...] = ()
     # finding kinds that fail the check; None: every kind at or above the fail-on bump
     gate: frozenset[str] | None = None
+    # symbols of CPython extension modules that are interface besides PyInit_* (globs);
+    # None: the default convention (see noise.default_extension_exports)
+    extension_exports: tuple[str, ...] | None = None
 
     def bump(self, kind: str) -> Bump:
         return self.rules.get(kind, "major")
 
     def ignored(self, library: str | None, symbol: str | None) -> bool:
+        base = symbol.partition("@")[0] if symbol else None
         for pattern in self.ignore:
-            if symbol and fnmatch.fnmatchcase(symbol, pattern):
+            # "sym@VER" keys match a pattern for the versioned name or for the base name
+            if symbol and (fnmatch.fnmatchcase(symbol, pattern) or fnmatch.fnmatchcase(base or "", pattern)):
                 return True
             if library and fnmatch.fnmatchcase(library, pattern):
                 return True
@@ -70,12 +78,14 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
         raise PolicyError(f"{source}: an ABI policy must be a mapping of finding kind to bump")
     ignore: list[str] = []
     gate: frozenset[str] | None = None
-    structured = {"rules", "ignore", "version", "bumps", "gate", "baseline"}
+    extension_exports: tuple[str, ...] | None = None
+    structured = {"rules", "ignore", "version", "bumps", "gate", "baseline", "extension_exports"}
     if set(overrides) & (structured - {"version"}):
         extra = set(overrides) - structured
         if extra:
             raise PolicyError(
-                f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore' and 'gate'"
+                f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore', 'gate' "
+                "and 'extension_exports'"
             )
         # 'bumps' / 'gate' / 'baseline' is the shape of the test matrix's abi: section
         bumps, explicit = overrides.get("bumps") or {}, overrides.get("rules") or {}
@@ -94,6 +104,11 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
         if not isinstance(raw_ignore, list) or not all(isinstance(p, str) for p in raw_ignore):
             raise PolicyError(f"{source}: 'ignore' must be a list of glob patterns (strings)")
         ignore = list(raw_ignore)
+        raw_ext = overrides.get("extension_exports")
+        if raw_ext is not None:
+            if not isinstance(raw_ext, list) or not all(isinstance(p, str) for p in raw_ext):
+                raise PolicyError(f"{source}: 'extension_exports' must be a list of glob patterns (strings)")
+            extension_exports = tuple(raw_ext)
     else:
         table = overrides
     if not isinstance(table, Mapping):
@@ -108,7 +123,7 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
         if bump not in BUMP_RANK:
             raise PolicyError(f"{source}: kind {kind!r}: bump must be one of {', '.join(BUMPS)}, not {bump!r}")
         rules[str(kind)] = bump
-    return Policy(rules, tuple(ignore), gate)
+    return Policy(rules, tuple(ignore), gate, extension_exports)
 
 
 def load_policy_file(path: str | Path) -> Policy:

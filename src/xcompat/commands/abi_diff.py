@@ -48,6 +48,8 @@ def execute(args: argparse.Namespace) -> int:
         if args.policy:
             pol = load_policy_file(args.policy)
             policy = {"rules": dict(pol.rules), "ignore": list(pol.ignore)}
+            if pol.extension_exports is not None:
+                policy["extension_exports"] = list(pol.extension_exports)
             if pol.gate is not None:
                 policy["gate"] = sorted(pol.gate)
         result = diff_paths(

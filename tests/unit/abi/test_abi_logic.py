@@ -111,10 +111,14 @@ def test_project_symbols_are_not_noise(name):
     assert classify(name, lib(), extension=False) is None
 
 
-def test_extension_surface_is_pyinit_and_c_api():
+def test_extension_surface_is_pyinit_and_declared_symbols():
     ext = lib("_ext.so", exports={"PyInit__ext": ("f", 10)})
     assert classify("PyInit__ext", ext, extension=True) is None
-    assert classify("my_c_api", ext, extension=True) is None
+    # statically linked C code (libxml2 in lxml) and capsule tables are not the interface...
+    assert classify("xmlParseFile", ext, extension=True) == "extension-internal"
+    assert classify("_ARRAY_API", ext, extension=True) == "extension-internal"
+    # ...unless the project declares them (policy extension_exports)
+    assert classify("my_c_api", ext, extension=True, declared=("my_c_*",)) is None
     assert classify("_ZN4impl6helperEi", ext, extension=True) == "extension-internal"
     assert classify("_init", ext, extension=True) == "linker"
     assert classify("V1@V1", ext, extension=False) == "version-node"

@@ -1,0 +1,269 @@
+"""The dynamic loader as the oracle of ``abi diff``.
+
+For each toy library pair with a known change, one consumer per referenced symbol is linked
+against v1 and run against v2 with ``LD_BIND_NOW=1`` (every reference bound at start). The
+symbol breaks when, per case:
+
+* ``loader``: the loader refuses to run the consumer (undefined symbol, version not found,
+  library not found);
+* ``output``: the loader is silent (TLS layout, vtable slots) and the consumer prints a
+  different value against v2 than against v1;
+* ``copy-reloc``: glibc warns that a copy-relocated object changed size
+  ("has different size in shared object").
+
+``abi diff`` of the two libraries must agree, symbol by symbol: a breaking finding (one that
+needs a major bump) naming the symbol, or a library-level breaking finding, exactly when the
+oracle sees a break.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from xcompat.abi import diff_paths
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("gcc") is None or shutil.which("g++") is None, reason="gcc/g++ not installed: cannot build the toy libraries"
+)
+
+LIBRARY_LEVEL_BREAKS = {"soname_changed", "library_removed"}
+
+
+@dataclass(frozen=True)
+class Lib:
+    src: str
+    script: str | None = None
+    soname: str = "libtoy.so.1"
+    flags: tuple[str, ...] = ("-O2",)
+    cxx: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One consumer: ``code`` is its body; it prints what it observed."""
+
+    symbol: str  # the base name xcompat reports (mangled for C++)
+    code: str
+    cxx: bool = False
+    no_pie: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    oracle: str  # "loader" | "output" | "copy-reloc"
+    v1: Lib
+    v2: Lib
+    refs: tuple[Ref, ...]
+    expect_breaks: frozenset[str] = field(default_factory=frozenset)  # what the loader should show
+
+
+def _call(name: str, decl: str = "int {n}(void);") -> str:
+    return f'#include <stdio.h>\n{decl.format(n=name)}\nint main(void) {{ printf("%d\\n", {name}()); return 0; }}\n'
+
+
+def _call_at(name: str, version: str) -> str:
+    return (f'#include <stdio.h>\nint {name}_at(void);\n__asm__(".symver {name}_at,{name}@{version}");\n'
+            f'int main(void) {{ printf("%d\\n", {name}_at()); return 0; }}\n')
+
+
+COMPAT_V1 = """
+int foo_v1(void) { return 1; }
+int foo_v2(void) { return 2; }
+__asm__(".symver foo_v1,foo@V1");
+__asm__(".symver foo_v2,foo@@V2");
+int keep(void) { return 7; }
+"""
+COMPAT_V2 = """
+int foo_v2(void) { return 2; }
+__asm__(".symver foo_v2,foo@@V2");
+int keep(void) { return 7; }
+"""
+SHAPE_V1 = """
+struct Shape { virtual int area(); virtual ~Shape(); };
+int Shape::area() { return 10; }
+Shape::~Shape() {}
+Shape* make_shape() { return new Shape(); }
+"""
+SHAPE_V2 = """
+struct Shape { virtual int perimeter(); virtual int area(); virtual ~Shape(); };
+int Shape::perimeter() { return 99; }
+int Shape::area() { return 10; }
+Shape::~Shape() {}
+Shape* make_shape() { return new Shape(); }
+"""
+SHAPE_USER = """
+#include <cstdio>
+struct Shape { virtual int area(); virtual ~Shape(); };
+Shape* make_shape();
+int main() { std::printf("%d\\n", make_shape()->area()); return 0; }
+"""
+WEAK_V1 = """
+namespace ns {
+__attribute__((weak)) int explicit_weak() { return 3; }
+template <class T> T twice(T x) { return 2 * x; }
+int use_twice() { return twice(21); }
+}
+"""
+WEAK_V2 = """
+namespace ns { int use_twice() { return 42; } }
+"""
+
+CASES = (
+    Case("removed", "loader",
+         Lib("int kept(void) { return 1; }\nint gone(void) { return 2; }\n"),
+         Lib("int kept(void) { return 1; }\n"),
+         (Ref("kept", _call("kept")), Ref("gone", _call("gone"))), frozenset({"gone"})),
+    Case("weak-cxx", "loader",
+         Lib(WEAK_V1, cxx=True, flags=("-O0",)), Lib(WEAK_V2, cxx=True, flags=("-O0",)),
+         (Ref("_ZN2ns13explicit_weakEv",
+              '#include <cstdio>\nnamespace ns { int explicit_weak(); }\n'
+              'int main() { std::printf("%d\\n", ns::explicit_weak()); return 0; }\n', cxx=True),
+          Ref("_ZN2ns5twiceIiEET_S1_",
+              '#include <cstdio>\nnamespace ns { template <class T> T twice(T x) { return 2 * x; } }\n'
+              'int main() { std::printf("%d\\n", ns::twice(4)); return 0; }\n', cxx=True)),
+         frozenset({"_ZN2ns13explicit_weakEv"})),
+    Case("versioned-moved", "loader",
+         Lib("int bar(void) { return 1; }\nint baz(void) { return 2; }\n", script="V1 { global: bar; baz; local: *; };"),
+         Lib("int bar(void) { return 1; }\nint baz(void) { return 2; }\n",
+             script="V1 { global: baz; local: *; };\nV2 { global: bar; } V1;"),
+         (Ref("bar", _call("bar")), Ref("baz", _call("baz"))), frozenset({"bar"})),
+    Case("compat-alias-dropped", "loader",
+         Lib(COMPAT_V1, script="V1 { global: foo; local: *; };\nV2 { global: foo; keep; } V1;"),
+         Lib(COMPAT_V2, script="V1 { local: *; };\nV2 { global: foo; keep; } V1;"),
+         (Ref("foo@V1", _call_at("foo", "V1")), Ref("foo@V2", _call("foo")), Ref("keep", _call("keep"))),
+         frozenset({"foo@V1"})),
+    Case("version-script-added", "loader",
+         Lib("int f(void) { return 1; }\nint g(void) { return 2; }\n"),
+         Lib("int f(void) { return 1; }\nint g(void) { return 2; }\nint h(void) { return 3; }\n",
+             script="V1 { global: f; g; local: *; };\nV2 { global: h; } V1;"),
+         (Ref("f", _call("f")), Ref("g", _call("g"))), frozenset()),
+    Case("soname-renamed", "loader",
+         Lib("int f(void) { return 1; }\n"), Lib("int f(void) { return 1; }\n", soname="libtoy.so.2"),
+         (Ref("f", _call("f")),), frozenset({"f"})),
+    Case("tls-grown-with-version-script", "output",
+         Lib("struct S { long a; };\n__thread struct S tls_s;\nvoid set_a(long v) { tls_s.a = v; }\n"),
+         Lib("struct S { long pad; long a; };\n__thread struct S tls_s;\nvoid set_a(long v) { tls_s.a = v; }\n",
+             script="V1 { global: tls_s; set_a; local: *; };"),
+         (Ref("tls_s", '#include <stdio.h>\nstruct S { long a; };\nextern __thread struct S tls_s;\n'
+                       'void set_a(long);\nint main(void) { set_a(42); printf("%ld\\n", tls_s.a); return 0; }\n'),
+          Ref("set_a", '#include <stdio.h>\nvoid set_a(long);\nint main(void) { set_a(1); printf("ok\\n"); return 0; }\n')),
+         frozenset({"tls_s"})),
+    Case("object-grown", "copy-reloc",
+         Lib("int table[2] = {1, 2};\nint first(void) { return table[0]; }\n"),
+         Lib("int table[4] = {1, 2, 3, 4};\nint first(void) { return table[0]; }\n"),
+         (Ref("table", '#include <stdio.h>\nextern int table[2];\nint main(void) { printf("%d\\n", table[1]); return 0; }\n',
+              no_pie=True),
+          Ref("first", _call("first"))),
+         frozenset({"table"})),
+    Case("vtable-grown", "output",
+         Lib(SHAPE_V1, cxx=True), Lib(SHAPE_V2, cxx=True),
+         (Ref("_ZTV5Shape", SHAPE_USER, cxx=True),), frozenset({"_ZTV5Shape"})),
+    Case("rebuild-other-flags", "loader",
+         Lib("int table[2] = {1, 2};\nint f(void) { return table[1]; }\n__thread int t;\nint g(void) { return ++t; }\n",
+             script="V1 { global: f; g; t; table; local: *; };", flags=("-O2",)),
+         Lib("int table[2] = {1, 2};\nint f(void) { return table[1]; }\n__thread int t;\nint g(void) { return ++t; }\n",
+             script="V1 { global: f; g; t; table; local: *; };", flags=("-O0", "-fno-plt", "-fno-omit-frame-pointer")),
+         (Ref("f", _call("f")), Ref("g", _call("g"))), frozenset()),
+)
+
+
+def _build_lib(lib: Lib, out: Path, filename: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / ("toy.cc" if lib.cxx else "toy.c")
+    src.write_text(lib.src)
+    cmd = ["g++" if lib.cxx else "gcc", *lib.flags, "-fPIC", "-shared", f"-Wl,-soname,{lib.soname}", "-o",
+           str(out / filename), str(src)]
+    if lib.script:
+        (out / "toy.map").write_text(lib.script)
+        cmd.append(f"-Wl,--version-script={out / 'toy.map'}")
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # the name the loader looks for (DT_NEEDED of consumers is the SONAME)
+    link = out / lib.soname
+    if not link.exists():
+        link.symlink_to(filename)
+    (out / "libtoy.so").unlink(missing_ok=True)
+    (out / "libtoy.so").symlink_to(filename)
+    return out / filename
+
+
+def _build_consumer(ref: Ref, libdir: Path, out: Path) -> Path:
+    src = out.with_suffix(".cc" if ref.cxx else ".c")
+    src.write_text(ref.code)
+    cmd = ["g++" if ref.cxx else "gcc", "-O0", *(["-no-pie"] if ref.no_pie else []), "-o", str(out), str(src),
+           f"-L{libdir}", "-ltoy"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out
+
+
+def _run(exe: Path, libdir: Path) -> tuple[int, str, str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LD_LIBRARY_PATH": str(libdir), "LD_BIND_NOW": "1"}
+    p = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=30, check=False)
+    return p.returncode, p.stdout, p.stderr
+
+
+def _oracle_breaks(case: Case, exe: Path, dir1: Path, dir2: Path) -> bool:
+    rc1, out1, _err1 = _run(exe, dir1)
+    assert rc1 == 0, f"{case.name}: the consumer does not even run against v1"
+    rc2, out2, err2 = _run(exe, dir2)
+    if rc2 != 0:  # every oracle: a loader refusal is a break
+        assert "error while loading shared libraries" in err2 or "symbol lookup error" in err2, err2
+        return True
+    if case.oracle == "output":
+        return out1 != out2
+    if case.oracle == "copy-reloc":
+        return "different size in shared object" in err2
+    return False
+
+
+def _xcompat_breaks(doc, refs: tuple[Ref, ...]) -> set[str]:
+    broken: set[str] = set()
+    for f in doc.findings:
+        if f.required_bump != "major":
+            continue
+        if f.kind in LIBRARY_LEVEL_BREAKS:
+            broken |= {r.symbol for r in refs}
+        elif f.symbol is not None:
+            base, _, ver = f.symbol.partition("@")
+            for r in refs:
+                rb, _, rv = r.symbol.partition("@")
+                if rb == base and (not rv or not ver or rv == ver):
+                    broken.add(r.symbol)
+    return broken
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_verdict_agrees_with_the_loader(case: Case, tmp_path: Path):
+    dir1, dir2 = tmp_path / "v1", tmp_path / "v2"
+    # different file names on purpose: two files given explicitly are compared with each other
+    lib1 = _build_lib(case.v1, dir1, "libtoy.so.1.0.0")
+    lib2 = _build_lib(case.v2, dir2, "libtoy.so.1.0.1")
+    if case.v2.soname != case.v1.soname:
+        (dir2 / case.v1.soname).unlink(missing_ok=True)  # only the new SONAME is installed
+    loader: dict[str, bool] = {}
+    for i, ref in enumerate(case.refs):
+        exe = _build_consumer(ref, dir1, tmp_path / f"consumer{i}")
+        loader[ref.symbol] = _oracle_breaks(case, exe, dir1, dir2)
+    assert {s for s, b in loader.items() if b} == case.expect_breaks, f"{case.name}: the oracle itself changed: {loader}"
+    doc = diff_paths(lib1, lib2, python_api="off", torch_ops="off", parallel=False)
+    assert [(p.old_key, p.new_key, p.how) for p in doc.pairs] == [("libtoy.so.1.0.0", "libtoy.so.1.0.1", "explicit")]
+    ours = _xcompat_breaks(doc, case.refs)
+    disagree = {s: ("loader breaks" if loader[s] else "loader binds") for s in loader if loader[s] != (s in ours)}
+    assert not disagree, f"{case.name}: xcompat disagrees with the loader on {disagree}: " + "; ".join(
+        f"{f.kind} {f.symbol} ({f.required_bump})" for f in doc.findings)
+
+
+def test_size_growth_under_a_new_version_script_is_reported_once_by_base_name(tmp_path: Path):
+    case = next(c for c in CASES if c.name == "tls-grown-with-version-script")
+    lib1 = _build_lib(case.v1, tmp_path / "v1", "libtoy.so.1.0.0")
+    lib2 = _build_lib(case.v2, tmp_path / "v2", "libtoy.so.1.0.1")
+    doc = diff_paths(lib1, lib2, python_api="off", torch_ops="off", parallel=False)
+    got = sorted((f.kind, f.symbol, f.old, f.new) for f in doc.findings)
+    assert got == [("object_size_changed", "tls_s", 8, 16), ("symbol_versioning_added", None, None, None)]
+    assert "thread-local" in next(f.detail for f in doc.findings if f.kind == "object_size_changed")
