@@ -1,19 +1,19 @@
-"""Versioned JSON outputs: schema validation and atomic writes.
+"""Versioned JSON outputs: schema validation and writes.
 
 Every machine-readable output of xcompat carries ``"version": N`` and has a schema in
-``schemas/``. Writes go to a temporary file in the same folder and are renamed into
-place, so an interrupted run never leaves a half-written result.
+``schemas/``. Writes follow the one output policy of ``xcompat.outputs``: regular files
+are written to a temporary file in the same folder and renamed into place, so an
+interrupted run never leaves a half-written result; devices and FIFOs are never replaced.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.outputs import write_bytes
 from xcompat.resources import schema_path
 
 
@@ -41,37 +41,19 @@ def validate(name: str, document: Any, *, source: str | None = None) -> None:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, mode: int | None = None) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename in the same folder).
+    """Write ``data`` to ``path`` by xcompat's output policy (``xcompat.outputs``).
 
-    The file keeps the permission bits of the file it replaces, else gets ``mode``
-    (default 0o644). Bytes are written as they are: no newline translation.
+    Regular files are replaced atomically (temporary file + fsync + rename in the same
+    folder) and keep their mode and owner; new files get ``mode`` (default 0o666) less the
+    umask; devices, FIFOs and sockets are written in place, never replaced; ``-`` is
+    standard output. Bytes are written as they are: no newline translation.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            bits = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            bits = 0o644 if mode is None else mode
-        os.chmod(tmp, bits)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return write_bytes(path, data, mode=mode)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write UTF-8 ``text`` to ``path`` atomically (see ``atomic_write_bytes``)."""
-    return atomic_write_bytes(path, text.encode("utf-8"))
+    """Write UTF-8 ``text`` to ``path`` (see ``atomic_write_bytes``)."""
+    return write_bytes(path, text.encode("utf-8"))
 
 
 def dump_json(document: Any) -> str:

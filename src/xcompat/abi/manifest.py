@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,16 +153,9 @@ def write_snapshot(manifest: Manifest, path: str | Path) -> Path:
     doc = manifest.to_dict()
     raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     data = raw if path.suffix == ".json" else gzip.compress(raw, compresslevel=6, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    from xcompat.outputs import write_bytes
+
+    return write_bytes(path, data)
 
 
 def read_snapshot(path: str | Path) -> Manifest:

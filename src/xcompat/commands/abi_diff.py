@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from xcompat.outputs import OutputFile
 
 FORMATS = ("text", "json", "markdown")
 BUMPS = ("major", "minor", "patch", "none")
@@ -14,7 +15,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", metavar="OLD", help="old wheel, folder of wheels, shared library or ABI snapshot")
     parser.add_argument("new", metavar="NEW", help="new wheel, folder of wheels or shared library")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output on stdout (default: text)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    parser.add_argument("-o", "--output", type=OutputFile(stdout=False), metavar="FILE", help="also write the JSON result to FILE")
     parser.add_argument("--policy", metavar="FILE", help="JSON/YAML mapping finding kind -> bump (major|minor|patch|none)")
     parser.add_argument(
         "--against-version",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from xcompat.outputs import OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="TARGET", help="wheel, folder of wheels or shared library")
-    parser.add_argument("-o", "--output", metavar="FILE", required=True,
+    parser.add_argument("-o", "--output", type=OutputFile(), metavar="FILE", required=True,
                         help="where to write the manifest (gzipped unless FILE ends in .json)")
     parser.add_argument("--python-api", choices=("auto", "on", "off"), default="auto",
                         help="include the Python API (griffe)")

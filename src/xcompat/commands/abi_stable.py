@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from xcompat.outputs import OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -11,7 +12,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-stable", action="store_true",
                         help="fail on any unstable C++ torch import, even without C-shim use")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    parser.add_argument("-o", "--output", type=OutputFile(stdout=False), metavar="FILE", help="also write the JSON result to FILE")
 
 
 def render_stable_text(doc: dict) -> str:

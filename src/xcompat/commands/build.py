@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from xcompat.outputs import OutputDir
 
 BACKENDS = ("native", "cibuildwheel")
 
@@ -27,7 +28,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help="cibuildwheel: containerised manylinux builds (default under CI); "
                         "native: this interpreter and toolchain (default elsewhere; self-hosted GPU runners)")
-    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR",
+    parser.add_argument("--out", type=OutputDir(), default=Path("wheelhouse"), metavar="DIR",
                         help="where wheels, build.json and logs/ go (default: wheelhouse)")
     cells = parser.add_argument_group("cells")
     cells.add_argument("--matrix", type=Path, metavar="FILE",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from xcompat.outputs import OutputDir
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out-dir",
         required=True,
-        type=Path,
+        type=OutputDir(),
         metavar="DIR",
         help="writes coverage.xml (Cobertura), coverage.json and coverage.md here",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from xcompat.outputs import OutputFile
 
 STAGE_KINDS = ("build", "kernels", "test", "probe", "abi", "coverage")
 
@@ -59,7 +60,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                          help="strip this before reading a tag as a version (e.g. 'mypkg-'); 'v' is always accepted")
     release.add_argument("--git-dir", type=Path, default=Path("."), metavar="DIR",
                          help="git checkout holding the tags (default: current folder)")
-    parser.add_argument("--out", type=Path, default=Path("gate.json"), metavar="PATH",
+    parser.add_argument("--out", type=OutputFile(), default=Path("gate.json"), metavar="PATH",
                         help="where to write the decision (default: gate.json)")
 
 

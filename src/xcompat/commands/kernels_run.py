@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from xcompat.outputs import OutputFile
 
 BACKEND_CHOICES = ("auto", "cpu", "cuda", "rocm", "mps")
 KERNEL_CHOICES = ("add", "fma", "exp", "softmax", "sum_deterministic", "sum_atomic", "scatter_add",
@@ -22,7 +23,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "(repeatable)")
     parser.add_argument("--kernel", dest="kernels", action="append", choices=KERNEL_CHOICES, metavar="K",
                         help=f"run only this kernel (repeatable; one of {', '.join(KERNEL_CHOICES[:-1])})")
-    parser.add_argument("--json", metavar="OUT", help="write the versioned JSON result to OUT ('-' for stdout)")
+    parser.add_argument("--json", type=OutputFile(), metavar="OUT", help="write the versioned JSON result to OUT ('-' for stdout)")
     parser.add_argument("--no-opcheck", action="store_true", help="skip torch.library.opcheck on the operators")
     parser.add_argument("--cell-id", help="the matrix cell this result belongs to")
     parser.add_argument("--gpu-archs", metavar="LIST", default=None,
@@ -82,7 +83,7 @@ def execute(args: argparse.Namespace) -> int:
             write_json(args.json, result, schema="kernels")
         raise
     validate("kernels", doc, source="kernels result")
-    if args.json == "-":
+    if str(args.json) == "-":
         sys.stdout.write(dump_json(doc))
     else:
         if args.json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from xcompat.outputs import OutputFile
 
 FORMATS = ("json", "github", "gitlab", "cibuildwheel")
 # GitHub Actions caps one step output at 1 MB.
@@ -14,7 +15,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", "-f", choices=FORMATS, default="json", help="output format (default json)"
     )
-    parser.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+    parser.add_argument("--output", "-o", type=OutputFile(), metavar="PATH", help="write to PATH instead of stdout")
     parser.add_argument(
         "--platform", choices=("linux", "macos", "windows"), help="only cells of this platform"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from xcompat.outputs import OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +36,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="also run ssh-keygen -Y verify on the same bytes; refuse if it disagrees",
     )
     parser.add_argument(
-        "--json", metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)"
+        "--json", type=OutputFile(), metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)"
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from xcompat.outputs import OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the versioned JSON document on stdout")
-    parser.add_argument("-o", "--output", metavar="FILE", help="also write the JSON document to FILE")
+    parser.add_argument("-o", "--output", type=OutputFile(stdout=False), metavar="FILE", help="also write the JSON document to FILE")
     parser.add_argument("--wheel", metavar="WHEEL", help="check that the GPUs here are covered by this wheel's fatbinary")
     parser.add_argument("--cell-id", help="the matrix cell this result belongs to")
 

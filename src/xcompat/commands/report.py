@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 from xcompat.errors import CheckFailed, ToolError, UsageError
+from xcompat.outputs import OutputDir, OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="RESULTS_DIR_OR_FILES", help="result JSON files or folders holding them")
     parser.add_argument("--plan", metavar="PLAN_JSON", help="the matrix plan: cells it lists but no result covers are missing")
     parser.add_argument("--format", choices=("markdown", "text", "json", "html"), default="markdown", help="output format (default: markdown)")
-    parser.add_argument("--out", metavar="FILE", help="write the rendered report here instead of stdout")
+    parser.add_argument("--out", type=OutputFile(), metavar="FILE", help="write the rendered report here instead of stdout")
     parser.add_argument(
         "--budget",
         metavar="CHANNEL",
@@ -31,8 +32,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--bundle-dir",
+        type=OutputDir(),
         metavar="DIR",
-        default="xcompat-report",
+        default=Path("xcompat-report"),
         help="where --github/--gitlab write report.json/.md/.html, the results and artifacts (default: xcompat-report)",
     )
     parser.add_argument("--check-name", default=None, help="check run name (default: the title)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from xcompat.outputs import OutputDir
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +22,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, metavar="PATH",
                         help="last release to diff the ABI against: a project folder, wheel, folder of wheels or "
                              "ABI snapshot (default for the sample: examples/sample-ext)")
-    parser.add_argument("--out", type=Path, default=Path(".xcompat-out"), metavar="DIR",
+    parser.add_argument("--out", type=OutputDir(), default=Path(".xcompat-out"), metavar="DIR",
                         help="output folder (default: .xcompat-out); replaced whole when the run completes")
     parser.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda", "rocm", "mps"),
                         help="device backend for the kernels (default: auto, the fallback chain)")

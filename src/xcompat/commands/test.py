@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from xcompat.outputs import OutputFile
 
 ISOLATION_CHOICES = ("none", "file", "test")
 LEAK_CHOICES = ("host", "device")
@@ -50,8 +51,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default="test",
         help="one process per test (default), per file, or none (in-process)",
     )
-    parser.add_argument("--junit", metavar="OUT", help="write JUnit XML (test names carry the cell id)")
-    parser.add_argument("--json", metavar="OUT", help="write the versioned JSON result (schema: test-result)")
+    parser.add_argument("--junit", type=OutputFile(), metavar="OUT", help="write JUnit XML (test names carry the cell id)")
+    parser.add_argument("--json", type=OutputFile(), metavar="OUT", help="write the versioned JSON result (schema: test-result)")
     parser.add_argument(
         "--timeout",
         type=_positive_float,

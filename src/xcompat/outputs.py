@@ -1,0 +1,262 @@
+"""Where xcompat writes: one output policy for every command.
+
+Every option that names a file or folder xcompat writes is declared with one of the two
+argparse types below (``OutputFile`` or ``OutputDir``), and every file is written through
+``write_bytes``. Together they decide, in this one place, what happens to whatever the
+path already points at:
+
+==========================  =====================================================
+the path is                 what xcompat does
+==========================  =====================================================
+missing                     missing parent folders are created; the file is
+                            written atomically (temporary file in the same folder,
+                            fsync, rename) with the mode the umask gives
+a regular file              replaced atomically; its mode, and its owner and group
+                            where the process may keep them, are kept
+a symlink                   written through: the link stays, its target is
+                            written by the rule for what the target is
+a character device, FIFO    opened and written directly, never replaced
+or socket                   (``-o /dev/null`` stays the device it was)
+``-``                       standard output, for options that accept it
+a folder, a block device,   one-line error naming the option, exit 2; nothing is
+or below a non-folder       written
+==========================  =====================================================
+
+Folder outputs (``OutputDir``) accept a missing path or a folder, and refuse anything
+else with the same one-line error.
+
+A write that fails (disk full, file size limit, read-only folder) or is interrupted
+(SIGINT) removes its temporary file and leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from xcompat.errors import XcompatError
+
+STDOUT = "-"
+
+
+class OutputError(XcompatError):
+    """An output path that cannot be written: exit 2, nothing written."""
+
+    exit_code = 2
+
+
+def _special_kind(mode: int) -> str | None:
+    """The name of a file type written in place (device, FIFO, socket), else None."""
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """``stat`` following symlinks; None when nothing (or a dangling link) is there."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _parent_problem(path: Path) -> str | None:
+    """Why the folders above ``path`` cannot hold it, or None (missing folders are fine)."""
+    for parent in path.absolute().parents:
+        st = _stat(parent)
+        if st is None:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{parent} is not a folder"
+        return None
+    return None
+
+
+def file_target_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, or None when it can."""
+    st = _stat(path)
+    if st is None:
+        return _parent_problem(path)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder; give a file path"
+    if stat.S_ISBLK(st.st_mode):
+        return "is a block device; xcompat does not write to block devices"
+    return None
+
+
+def dir_target_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be used as an output folder, or None when it can."""
+    st = _stat(path)
+    if st is None:
+        if os.path.islink(path):
+            return "is a dangling symlink; give a folder path"
+        return _parent_problem(path)
+    if not stat.S_ISDIR(st.st_mode):
+        kind = _special_kind(st.st_mode) or ("regular file" if stat.S_ISREG(st.st_mode) else "special file")
+        return f"is a {kind}, not a folder; give a folder path"
+    return None
+
+
+class OutputFile:
+    """argparse type of every option naming a file xcompat writes.
+
+    ``stdout=True`` accepts ``-`` for standard output; commands whose standard output
+    already carries their primary output declare ``stdout=False``.
+    """
+
+    def __init__(self, *, stdout: bool = True) -> None:
+        self.stdout = stdout
+
+    def __call__(self, value: str) -> Path:
+        if value == STDOUT:
+            if not self.stdout:
+                raise argparse.ArgumentTypeError(
+                    "'-' (standard output) is not accepted here: standard output already carries "
+                    "this command's output; give a file path"
+                )
+            return Path(STDOUT)
+        if not value:
+            raise argparse.ArgumentTypeError("empty path; give a file path")
+        path = Path(value)
+        try:
+            problem = file_target_problem(path)
+        except OSError as exc:
+            problem = f"cannot be reached ({exc.strerror})"
+        if problem:
+            raise argparse.ArgumentTypeError(f"{value}: {problem}")
+        return path
+
+    def __repr__(self) -> str:  # argparse shows the type's name in some messages
+        return "output file"
+
+
+class OutputDir:
+    """argparse type of every option naming a folder xcompat writes into."""
+
+    def __call__(self, value: str) -> Path:
+        if not value or value == STDOUT:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a folder path")
+        path = Path(value)
+        try:
+            problem = dir_target_problem(path)
+        except OSError as exc:
+            problem = f"cannot be reached ({exc.strerror})"
+        if problem:
+            raise argparse.ArgumentTypeError(f"{value}: {problem}")
+        return path
+
+    def __repr__(self) -> str:
+        return "output folder"
+
+
+def ensure_output_dir(path: str | Path) -> Path:
+    """Create the output folder ``path`` (and its parents); refuse anything that is not a folder."""
+    path = Path(path)
+    try:
+        problem = dir_target_problem(path)
+        if problem:
+            raise OutputError(problem, file=path)
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the folder ({exc.strerror})", file=path) from None
+    return path
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    # Elsewhere the only portable read is set-and-restore (not thread-safe, hence last).
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _write_in_place(path: Path, data: bytes, kind: str) -> None:
+    """Write to a device, FIFO or socket without replacing it."""
+    if kind == "socket":
+        import socket  # only for this rare case
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            sock.sendall(data)
+        return
+    # O_APPEND is harmless on devices and FIFOs; no O_CREAT/O_TRUNC: the node must stay as it is.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    finally:
+        os.close(fd)
+
+
+def _write_atomically(path: Path, data: bytes, existing: os.stat_result | None, mode: int | None) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if existing is not None:
+            os.chmod(tmp, stat.S_IMODE(existing.st_mode))
+            if hasattr(os, "chown") and (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid()):
+                # Keep owner and group where this process may (root; or a group it is in).
+                with contextlib.suppress(PermissionError):
+                    os.chown(tmp, existing.st_uid, existing.st_gid)
+        else:
+            os.chmod(tmp, (0o666 if mode is None else mode) & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes, *, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` by the output policy of this module; return the path written.
+
+    ``mode`` (before the umask) applies to new files only; a replaced file keeps its own.
+    """
+    if str(path) == STDOUT:
+        out = sys.stdout.buffer
+        out.write(data)
+        out.flush()
+        return Path(STDOUT)
+    path = Path(path)
+    try:
+        target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+        st = _stat(target)
+        kind = _special_kind(st.st_mode) if st is not None else None
+        if kind is not None:
+            _write_in_place(target, data, kind)
+            return path
+        problem = file_target_problem(target)
+        if problem:
+            raise OutputError(problem, file=path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(target, data, st, mode)
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise OutputError(f"cannot write ({reason}); the previous file, if any, is unchanged", file=path) from None
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write UTF-8 ``text`` by the output policy (see ``write_bytes``)."""
+    return write_bytes(path, text.encode("utf-8"))
