@@ -158,19 +158,6 @@ class OutputDir:
         return "output folder"
 
 
-def ensure_output_dir(path: str | Path) -> Path:
-    """Create the output folder ``path`` (and its parents); refuse anything that is not a folder."""
-    path = Path(path)
-    try:
-        problem = dir_target_problem(path)
-        if problem:
-            raise OutputError(problem, file=path)
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the folder ({exc.strerror})", file=path) from None
-    return path
-
-
 def _umask() -> int:
     """The process umask, read without changing it where Linux allows (``/proc/self/status``)."""
     try:
