@@ -16,7 +16,7 @@ from dataclasses import dataclass
 # xcompat's own runner is matched by its module paths, not by "/xcompat/": a project checked
 # out into a folder of that name (as CI checkouts of this repository are) must keep its frames.
 FRAMEWORK = re.compile(
-    r"/(_pytest|pluggy)/|/bin/(pytest|xcompat)$|/runpy\.py$|/unittest/"
+    r"/(_pytest|pluggy)/|/bin/(pytest|xcompat)$|/runpy\.py$|/unittest/|^<frozen "
     r"|/xcompat/(isolate|testing|commands|pipeline)/|/xcompat/(cli|__main__)\.py$"
 )
 FRAME = re.compile(r'^\s*File "(?P<path>[^"\n]+)", line (?P<line>\d+) in (?P<func>\S.*?)\s*$')
@@ -41,10 +41,10 @@ class Frame:
     def stdlib(self) -> bool:
         return bool(STDLIB.search(self.path.replace("\\", "/")))
 
-    def where(self, relative_to: str | None = None) -> str:
-        path = self.path
-        if relative_to and path.replace("\\", "/").endswith("/" + relative_to):
-            path = relative_to
+    def where(self, root: str = "") -> str:
+        path = self.path.replace("\\", "/")
+        if root and path.startswith(root):
+            path = path[len(root) :]
         return f"{path}:{self.line} in {self.func}"
 
 
@@ -60,22 +60,32 @@ def frames(text: str) -> list[Frame]:
 def first_user_frame(text: str) -> Frame | None:
     """The innermost frame of the user's own code (not the test machinery, not the standard library)."""
     for frame in frames(text):
-        if not frame.framework and not frame.stdlib:
+        if not frame.framework and not frame.stdlib and not frame.path.startswith("<"):
             return frame
     return None
 
 
-def user_frames_first(text: str, *, keep_when_none: int = 5) -> str:
+def project_root(frame: Frame, test_file: str | None) -> str:
+    """The folder the test file's path is relative to, found from a frame in that file ("" if none)."""
+    path = frame.path.replace("\\", "/")
+    if test_file and path.endswith("/" + test_file):
+        return path[: -len(test_file)]
+    return ""
+
+
+def user_frames_first(text: str) -> str:
     """Rewrite each faulthandler thread block: the non-framework frames, then a count of the hidden ones."""
     lines = ANSI.sub("", text).replace("\r\n", "\n").split("\n")
     out: list[str] = []
     i = 0
     while i < len(lines):
-        out.append(lines[i])
-        if not THREAD.match(lines[i].strip()):
+        if not FRAME.match(lines[i]):
+            out.append(lines[i])
+            if not THREAD.match(lines[i].strip()):
+                i += 1
+                continue
             i += 1
-            continue
-        i += 1
+        # A thread's frames (or, in a tail cut above its header, a run of frames).
         block: list[tuple[str, Frame | None]] = []
         while i < len(lines) and (FRAME.match(lines[i]) or lines[i].strip().startswith("<no Python frame>")):
             m = FRAME.match(lines[i])
@@ -90,12 +100,10 @@ def user_frames_first(text: str, *, keep_when_none: int = 5) -> str:
             i += 1
         kept = [line for line, frame in block if frame is None or not frame.framework]
         hidden = len(block) - len(kept)
-        if not kept:
-            kept = [line for line, _ in block[:keep_when_none]]
-            hidden = len(block) - len(kept)
         out.extend(kept)
         if hidden:
-            out.append(f"  … {hidden} frame(s) of pytest, pluggy and xcompat hidden")
+            cut = "" if kept else " (this tail was cut above the test's own frames)"
+            out.append(f"  … {hidden} frame(s) of pytest, pluggy and xcompat hidden{cut}")
     return "\n".join(out)
 
 

@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from xcompat.report.display import group_abi, short_library
 from xcompat.report.model import BUMP_ORDER, CellReport, Failure, Report
-from xcompat.report.tails import failing_assertion, first_user_frame, frames
+from xcompat.report.tails import failing_assertion, first_user_frame, frames, project_root
 
 Rich = tuple[tuple[str, str], ...]
 TEST_OUTCOMES_FAILED = ("failed", "error", "timeout", "leaked", "crashed")
@@ -78,13 +78,13 @@ def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
     title = rich(code(name), bold(f" {outcome}"), *_cells_phrase(cells))
     tail = first.log_tail
     if outcome == "crashed":
-        signal = _first_line(first.message)
+        signal = _first_line(first.message).removeprefix("killed by ")
         if signal and signal != "crashed":
             title = rich(code(name), bold(f" crashed ({signal})"), *_cells_phrase(cells))
         found = frames(tail)
         user = first_user_frame(tail)
         if user is not None:
-            where = user.where(first.file)
+            where = user.where(project_root(user, first.file))
             index = found.index(user)
             callee = found[index - 1].func if index > 0 else ""
             fix = rich(
