@@ -60,7 +60,8 @@ def _describe(finding: dict) -> str:
 
 
 def test_zizmor_reports_nothing() -> None:
-    proc = run(tool("zizmor"), "--offline", "--format", "json", *map(rel, ALL_GITHUB))
+    # The auditor persona: every audit, pedantic ones included (concurrency, obfuscation, ...).
+    proc = run(tool("zizmor"), "--offline", "--persona=auditor", "--format", "json", *map(rel, ALL_GITHUB))
     findings = json.loads(proc.stdout or "[]")
     summary = [_describe(f) for f in findings]
     assert proc.returncode == 0 and findings == [], f"zizmor findings: {summary}\n{proc.stderr[-2000:]}"
@@ -78,6 +79,16 @@ def test_zizmor_does_flag_an_injection(tmp_path: Path) -> None:
     findings = json.loads(proc.stdout)
     assert {"template-injection", "unpinned-uses"} <= {f["ident"] for f in findings}
     assert "action.yml:" in _describe(findings[0])
+
+
+def test_zizmor_auditor_persona_is_stricter_than_the_default(tmp_path: Path) -> None:
+    """The persona above is really in effect: it flags what the default persona lets through."""
+    wf = tmp_path / "wf.yml"
+    wf.write_text("name: x\non:\n  push:\n    tags: [\"v*\"]\npermissions: {}\njobs:\n  a:\n    name: a\n"
+                  "    runs-on: ubuntu-latest\n    permissions: {}\n    steps:\n      - run: echo hi\n")
+    default = json.loads(run(tool("zizmor"), "--offline", "--format", "json", str(wf)).stdout or "[]")
+    auditor = json.loads(run(tool("zizmor"), "--offline", "--persona=auditor", "--format", "json", str(wf)).stdout)
+    assert default == [] and "concurrency-limits" in {f["ident"] for f in auditor}
 
 
 # -- check-jsonschema ----------------------------------------------------------------------
