@@ -176,8 +176,15 @@ def execute(args: argparse.Namespace) -> int:
     if args.junit:
         write_junit(args.junit, result)
     for record in result.records:
-        if record.outcome in ("crashed", "timeout", "leaked", "error"):
+        if record.outcome == "error":  # the logger's own "error:" prefix names the outcome
+            log.error(f"{record.nodeid}: {record.message}")
+        elif record.outcome in ("crashed", "timeout", "leaked"):
             log.error(f"{record.outcome}: {record.nodeid}: {record.message}")
+    if result.records and all(r.message.startswith("collection failed") for r in result.records):
+        log.error(
+            "pytest ran no tests because a test file could not be collected; fix it, or pass "
+            "-- --continue-on-collection-errors to run the other files"
+        )
     line = result.summary()
     if result.failed:
         log.error(line)

@@ -3,22 +3,13 @@
 Used right after ``os.fork()`` (the items come from the parent's collection) and by a
 spawned worker (``xcompat.isolate.spawned``), which collects the same node ids itself.
 
-Messages are JSON lines on a pipe:
-
-* ``{"event": "start", "nodeid", "out": offset}``: a test begins; ``out`` is the position in
-  the output file where its output starts (the parent arms the timeout here);
-* ``{"event": "report", "nodeid", "report": {...}}``: one setup/call/teardown report, in
-  pytest's own serialisable form (``pytest_report_to_serializable``);
-* ``{"event": "leaks", "nodeid", "leaks": [...]}``: leak-check results;
-* ``{"event": "done", "nodeid", "out": offset}``: the test and its teardown finished.
-
-A process that dies between ``start`` and ``done`` crashed in that test.
+Messages go to the parent as JSON lines (``xcompat.isolate.wire``); a process that dies
+between a test's ``start`` and ``done`` messages crashed in that test.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import signal
 import sys
@@ -27,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
+from xcompat.isolate.wire import Channel
 
 # The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
 DUMP_SIGNAL = signal.SIGUSR1 if hasattr(signal, "SIGUSR1") else None
@@ -41,20 +33,6 @@ class ChildPlan:
     threads: int | None = None
     leak_kinds: tuple[str, ...] = ()
     leak_policy: LeakPolicy = field(default_factory=LeakPolicy)
-
-
-class Channel:
-    """Line-oriented JSON writes on a raw file descriptor (no buffering to lose on a crash)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, default=str) + "\n").encode("utf-8")
-        view = memoryview(data)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
 
 
 def _redirect_output(out_path: str) -> None:
@@ -109,7 +87,7 @@ class _ReportForwarder:
         self.channel.send({"event": "report", "nodeid": report.nodeid, "report": data})
 
 
-def _install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
+def install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
     """Repeat the test's call phase under the run's leak policy or its ``check_leaks`` marker."""
     kinds, policy = plan.leak_kinds, plan.leak_policy
     marker = item.get_closest_marker(MARKER)
@@ -160,7 +138,7 @@ def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
         channel.send({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
-        _install_leak_check(item, plan, channel)
+        install_leak_check(item, plan, channel)
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         channel.send({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
 

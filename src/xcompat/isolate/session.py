@@ -66,9 +66,20 @@ def resolve_slots(devices: str, env: Mapping[str, str]) -> list[DeviceSlot]:
     return cpu_slots(n)
 
 
-def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunResult:
-    import pytest
+def import_pytest() -> Any:
+    """pytest, or exit 5 with the install line: it is an optional dependency of xcompat."""
+    try:
+        import pytest
+    except ImportError:
+        raise UnavailableError(
+            "pytest is not installed in this environment; xcompat test runs the project's tests with it",
+            hint="pip install 'xcompat[runner]' (or the project's own pinned pytest)",
+        ) from None
+    return pytest
 
+
+def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunResult:
+    pytest = import_pytest()
     env = os.environ if env is None else env
     start = time.monotonic()
     _check_deep_tool(options.deep, env)

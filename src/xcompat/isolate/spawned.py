@@ -3,7 +3,7 @@
 macOS (fork is unsafe with Apple's frameworks and MPS) and Windows have no warm parent to
 fork from, so each group of tests runs in ``python -m xcompat.isolate.spawned``, which
 collects exactly the node ids it was given and streams the same messages as a forked
-child. The parent side is ``IsolatedRunner`` with process creation swapped out.
+child. The parent side is ``IsolatedRunner`` with ``SpawnLauncher`` starting the processes.
 Costs a full interpreter start (and ``import torch``) per group: prefer ``--isolate file``.
 """
 
@@ -13,32 +13,48 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from xcompat.isolate.child import ChildPlan, prepare_process, run_items
-from xcompat.isolate.runner import IsolatedRunner, _Child, _pidfd
+from xcompat.isolate.processes import Launcher, TestProcess, output_files, pidfd_of
+from xcompat.isolate.runner import IsolatedRunner
+from xcompat.isolate.wire import MessageReader
+
+# A fresh interpreter must import everything first: extra time before its first test starts.
+START_ALLOWANCE_S = 60.0
 
 
-class SpawnRunner(IsolatedRunner):
-    def __init__(self, *, args: tuple[str, ...] = (), **kwargs: Any) -> None:
-        super().__init__(threads=None, **kwargs)
+class SpawnLauncher:
+    """Starts ``python -m xcompat.isolate.spawned`` for each group of tests."""
+
+    def __init__(
+        self,
+        *,
+        slots: Sequence[Any],
+        folder: str,
+        timeout_s: float | None,
+        leak_kinds: tuple[str, ...],
+        args: tuple[str, ...],
+    ) -> None:
+        self.slots = list(slots)
+        self.folder = folder
+        self.timeout_s = timeout_s
+        self.leak_kinds = leak_kinds
         self.args = args
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
-    def _prefork(self, config: Any, slot_index: int) -> None:
+    def begin(self, items: Sequence[Any]) -> None:
+        """A spawned worker collects its node ids itself."""
+
+    def prepare_spare(self, config: Any, slot_index: int) -> None:
         """A fresh interpreter imports everything after it starts: nothing to prepare ahead."""
 
-    def _start(self, config: Any, group: list[Any], slot_index: int) -> _Child:
+    def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
         slot = self.slots[slot_index]
-        fd, out_path = tempfile.mkstemp(prefix="out-", dir=self._tmp)
-        os.close(fd)
-        fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=self._tmp)
-        os.close(fd)
+        out_path, crash_path = output_files(self.folder)
         read_fd, write_fd = os.pipe()
-        options = list(self.args)
         cmd = [
             sys.executable,
             "-m",
@@ -55,7 +71,7 @@ class SpawnRunner(IsolatedRunner):
             str(config.rootpath),
             "-p",
             "no:cacheprovider",
-            *options,
+            *self.args,
             *(item.nodeid for item in group),
         ]
         env = {**os.environ, **dict(slot.env)}
@@ -64,26 +80,41 @@ class SpawnRunner(IsolatedRunner):
         os.set_blocking(read_fd, False)
         self._procs[proc.pid] = proc
         now = time.monotonic()
-        child = _Child(
+        process = TestProcess(
             pid=proc.pid,
             slot=slot_index,
             items=group,
-            read_fd=read_fd,
+            messages=MessageReader(read_fd),
             out_path=out_path,
             crash_path=crash_path,
             spawned=now,
-            pidfd=_pidfd(proc.pid),
+            pidfd=pidfd_of(proc.pid),
         )
         if self.timeout_s:
-            # A fresh interpreter must import everything first: give it extra time to start.
-            child.deadline = now + self.timeout_s + 60
-        return child
+            process.deadline = now + self.timeout_s + START_ALLOWANCE_S
+        return process
 
-    def _finish_child(self, config: Any, child: _Child) -> list[Any]:
-        proc = self._procs.pop(child.pid, None)
+    def ended(self, process: TestProcess) -> None:
+        proc = self._procs.pop(process.pid, None)
         if proc is not None:
-            proc.returncode = child.status  # already reaped with waitpid
-        return super()._finish_child(config, child)
+            proc.returncode = process.status  # already reaped with waitpid
+
+    def close(self) -> None:
+        self._procs.clear()
+
+
+class SpawnRunner(IsolatedRunner):
+    """The warm parent's plugin with test processes spawned instead of forked."""
+
+    def __init__(self, *, args: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(threads=None, **kwargs)
+        self.args = args
+        self.prefork = False
+
+    def launcher(self) -> Launcher:
+        return SpawnLauncher(
+            slots=self.slots, folder=self._tmp, timeout_s=self.timeout_s, leak_kinds=self.leak_kinds, args=self.args
+        )
 
 
 class _WorkerPlugin:

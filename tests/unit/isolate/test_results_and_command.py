@@ -14,7 +14,7 @@ from tests.helpers.testing import xcompat_env
 from xcompat.errors import InputError
 from xcompat.isolate.outcomes import Crash, LeakReport, RunResult, TestRecord
 from xcompat.isolate.report import junit_document, result_document, write_json_result, write_junit
-from xcompat.isolate.runner import record_from_reports
+from xcompat.isolate.classify import record_from_reports
 from xcompat.jsonio import validate
 
 

@@ -1,0 +1,161 @@
+"""Outcome classification: pytest's reports, or how a test process ended, to one ``TestRecord``."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from xcompat.isolate.outcomes import Crash, LeakReport, TestRecord, signal_name
+
+
+def record_from_reports(
+    nodeid: str,
+    reports: Sequence[Any],
+    *,
+    device: str | None,
+    output: str = "",
+    leaks: Sequence[LeakReport] = (),
+) -> TestRecord:
+    """Fold pytest's setup/call/teardown reports into one outcome, like its terminal summary."""
+    outcome = "passed"
+    message = ""
+    longrepr = ""
+    duration = 0.0
+    for rep in reports:
+        duration += float(getattr(rep, "duration", 0.0) or 0.0)
+        wasxfail = getattr(rep, "wasxfail", None)
+        if rep.failed:
+            if outcome in ("failed", "error"):
+                continue
+            outcome = "failed" if rep.when == "call" else "error"
+            longrepr = str(rep.longreprtext or "")
+            crash = getattr(getattr(rep, "longrepr", None), "reprcrash", None)
+            message = getattr(crash, "message", None) or (longrepr.strip().splitlines() or [""])[-1]
+        elif rep.skipped and outcome == "passed":
+            if wasxfail is not None:
+                outcome, message = "xfailed", str(wasxfail)
+            else:
+                outcome = "skipped"
+                lr = rep.longrepr
+                message = str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr or "")
+                message = message.removeprefix("Skipped: ")
+        elif rep.passed and rep.when == "call" and wasxfail is not None and outcome == "passed":
+            outcome, message = "xpassed", str(wasxfail)
+    leaked = [leak for leak in leaks if leak.leaked]
+    if leaked and outcome == "passed":
+        outcome = "leaked"
+        message = "; ".join(leak.describe() for leak in leaked)
+    return TestRecord(
+        nodeid=nodeid,
+        outcome=outcome,  # type: ignore[arg-type]
+        duration_s=duration,
+        device=device,
+        message=message,
+        longrepr=longrepr,
+        output_tail=output,
+        leaks=tuple(leaks),
+    )
+
+
+def record_from_death(
+    nodeid: str,
+    status: int,
+    *,
+    timed_out: bool,
+    timeout_s: float | None,
+    duration_s: float,
+    device: str | None,
+    output: str,
+    traceback: str,
+    leaks: Sequence[LeakReport] = (),
+) -> TestRecord:
+    """A test whose process ended between its start and done messages: crashed, or timed out."""
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    if timed_out:
+        crash = Crash(signal=signal_name(sig) if sig else None, signal_number=sig, traceback=traceback)
+        outcome = "timeout"
+        message = f"timed out after {timeout_s or 0:g}s; stack dumped, then killed"
+    else:
+        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        crash = Crash(
+            signal=signal_name(sig) if sig else None, signal_number=sig, exit_code=exit_code, traceback=traceback
+        )
+        outcome = "crashed"
+        message = crash.describe()
+    return TestRecord(
+        nodeid=nodeid,
+        outcome=outcome,  # type: ignore[arg-type]
+        duration_s=duration_s,
+        device=device,
+        message=message,
+        longrepr=f"{message}\n{traceback}".rstrip(),
+        output_tail=output,
+        crash=crash,
+        leaks=tuple(leaks),
+    )
+
+
+def failed_outside_tests(status: int) -> bool:
+    """Whether a process that was in no test when it ended ended badly."""
+    return os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0)
+
+
+def records_for_process_failure(
+    unfinished: Sequence[str], *, any_finished: bool, status: int, device: str | None, text: str
+) -> list[TestRecord]:
+    """A process that died outside any test. Before its first test it could not start, and would
+    fail the same way for every test of its group; between tests, the next test is blamed."""
+    blamed = list(unfinished) if not any_finished else list(unfinished[:1])
+    return [
+        TestRecord(
+            nodeid=nodeid,
+            outcome="error",
+            device=device,
+            message=f"test process failed outside the test (status {status})",
+            longrepr=text,
+            output_tail=text,
+        )
+        for nodeid in blamed
+    ]
+
+
+def record_from_collection_error(nodeid: str, text: str) -> TestRecord:
+    """A file pytest could not collect (import error, syntax error, a bad fixture at module level)."""
+    return TestRecord(
+        nodeid=nodeid or "<collection>",
+        outcome="error",
+        message="collection failed: " + collection_error_line(text),
+        longrepr=text,
+    )
+
+
+def collection_error_line(text: str) -> str:
+    """The most telling line of pytest's collection error text.
+
+    pytest prints the import traceback, then the exception as ``E`` lines. The exception's
+    first line (``ModuleNotFoundError: No module named 'x'``) says what to fix; for a
+    ``SyntaxError`` the file and line it names are added. Without ``E`` lines the last
+    non-empty line is used.
+    """
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    e_lines = [line[1:].strip() for line in lines if line.startswith("E ")]
+    e_lines = [line for line in e_lines if line]
+    for index in range(len(e_lines) - 1, -1, -1):
+        line = e_lines[index]
+        head = line.split(":", 1)[0].rsplit(".", 1)[-1]
+        if not head.isidentifier() or not head.endswith(EXCEPTION_SUFFIXES):
+            continue
+        if head in ("SyntaxError", "IndentationError", "TabError"):
+            where = next((m for m in map(_FILE_LINE.search, e_lines[:index]) if m), None)
+            if where:
+                return f"{line} ({where.group(1)}, line {where.group(2)})"
+        return line
+    if e_lines:
+        return e_lines[-1]
+    return lines[-1] if lines else "no details from pytest"
+
+
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Warning", "Failed")
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')

@@ -1,0 +1,235 @@
+"""Test processes: what the parent knows about each one, and how they are started from the warm parent.
+
+``ForkLauncher`` forks a process for a device slot; the process prepares itself (output
+redirect, faulthandler, the slot's environment) and then waits on its assignment pipe for the
+tests to run. Forking a process that holds torch and the child's set-up are most of the
+per-test cost, so with cores to spare a *spare* is forked for a slot while its current test
+runs, and the next test is handed to it. ``xcompat.isolate.spawned`` has the launcher for
+platforms without a safe fork.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from xcompat.isolate.child import ChildPlan, run_forked_child
+from xcompat.isolate.devices import DeviceSlot
+from xcompat.isolate.leaks import LeakPolicy
+from xcompat.isolate.outcomes import LeakReport
+from xcompat.isolate.watchdog import kill_group
+from xcompat.isolate.wire import MessageReader, encode_assignment, read_assignment
+
+
+@dataclass(kw_only=True)
+class RunningTest:
+    """Reports and timings of one test while it runs."""
+
+    nodeid: str
+    location: tuple[str, int | None, str]
+    keywords: dict[str, Any]
+    device: str
+    started: float = 0.0
+    out_start: int = 0
+    reports: list[Any] = field(default_factory=list)
+    leaks: list[LeakReport] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class TestProcess:
+    """One test process as the parent tracks it."""
+
+    pid: int
+    slot: int
+    items: list[Any]
+    messages: MessageReader
+    out_path: str
+    crash_path: str
+    spawned: float
+    current: RunningTest | None = None
+    finished: set[str] = field(default_factory=set)
+    deadline: float | None = None  # the watchdog's limit for what the process does now
+    kill_at: float | None = None  # SIGKILL time, once the stacks were asked for
+    timed_out: bool = False
+    status: int | None = None  # waitpid status once reaped
+    pidfd: int | None = None  # readable once the process exits (Linux >= 5.3)
+    ctrl_fd: int | None = None  # a spare's assignment pipe (write end)
+    released: bool = False  # every test reported done: its slot may start the next one
+
+    __test__ = False  # not a pytest test class
+
+    @property
+    def read_fd(self) -> int:
+        return self.messages.fd
+
+
+class Launcher(Protocol):
+    """Starts test processes for device slots (fork from the warm parent, or spawn)."""
+
+    def begin(self, items: Sequence[Any]) -> None: ...
+
+    def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess: ...
+
+    def prepare_spare(self, config: Any, slot_index: int) -> None: ...
+
+    def ended(self, process: TestProcess) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def pidfd_of(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
+def read_from(path: str, start: int, end: int | None = None) -> str:
+    """Text a process wrote to ``path`` between two offsets (to the end without ``end``)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read() if end is None else fh.read(max(end - start, 0))
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def output_files(folder: str) -> tuple[str, str]:
+    """A fresh (output, crash) file pair for one process."""
+    fd, out_path = tempfile.mkstemp(prefix="out-", dir=folder)
+    os.close(fd)
+    fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=folder)
+    os.close(fd)
+    return out_path, crash_path
+
+
+def remove_files(process: TestProcess) -> None:
+    for path in (process.out_path, process.crash_path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def discard(process: TestProcess) -> None:
+    """Kill a process that will not be used, reap it and free what it held."""
+    kill_group(process.pid)
+    try:
+        os.waitpid(process.pid, 0)
+    except ChildProcessError:
+        pass
+    for fd in (process.read_fd, process.ctrl_fd, process.pidfd):
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    remove_files(process)
+
+
+class ForkLauncher:
+    """Forks test processes from this (warm) process."""
+
+    def __init__(
+        self,
+        *,
+        slots: Sequence[DeviceSlot],
+        folder: str,
+        timeout_s: float | None,
+        threads: int | None,
+        leak_kinds: tuple[str, ...],
+        leak_policy: LeakPolicy,
+    ) -> None:
+        self.slots = list(slots)
+        self.folder = folder
+        self.timeout_s = timeout_s
+        self.threads = threads
+        self.leak_kinds = leak_kinds
+        self.leak_policy = leak_policy
+        self._spares: dict[int, TestProcess] = {}
+        self._items: list[Any] = []
+        self._positions: dict[int, int] = {}
+
+    def begin(self, items: Sequence[Any]) -> None:
+        self._items = list(items)
+        self._positions = {id(item): i for i, item in enumerate(self._items)}
+
+    def _fork_idle(self, config: Any, slot_index: int) -> TestProcess:
+        """Fork a test process for a slot; it prepares itself, then waits for its tests."""
+        slot = self.slots[slot_index]
+        out_path, crash_path = output_files(self.folder)
+        read_fd, write_fd = os.pipe()
+        ctrl_r, ctrl_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            os.close(ctrl_w)
+            plan = ChildPlan(
+                write_fd=write_fd,
+                out_path=out_path,
+                crash_path=crash_path,
+                env=slot.env,
+                threads=self.threads,
+                leak_kinds=self.leak_kinds,
+                leak_policy=self.leak_policy,
+            )
+            items = self._items
+            run_forked_child(config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan)  # never returns
+        os.close(write_fd)
+        os.close(ctrl_r)
+        os.set_blocking(read_fd, False)
+        return TestProcess(
+            pid=pid,
+            slot=slot_index,
+            items=[],
+            messages=MessageReader(read_fd),
+            out_path=out_path,
+            crash_path=crash_path,
+            spawned=time.monotonic(),
+            pidfd=pidfd_of(pid),
+            ctrl_fd=ctrl_w,
+        )
+
+    def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
+        """A process running ``group``: the slot's spare when it has one, else a new fork."""
+        message = encode_assignment([self._positions[id(item)] for item in group])
+        for _attempt in range(2):
+            process = self._spares.pop(slot_index, None) or self._fork_idle(config, slot_index)
+            assert process.ctrl_fd is not None
+            try:
+                os.write(process.ctrl_fd, message)
+            except BrokenPipeError:  # the spare died while it waited: use a fresh one
+                discard(process)
+                continue
+            os.close(process.ctrl_fd)
+            process.ctrl_fd = None
+            process.items = group
+            process.spawned = time.monotonic()
+            if self.timeout_s:
+                # Until the first test starts (fixtures of the group are set up inside the test).
+                process.deadline = process.spawned + self.timeout_s
+            return process
+        raise RuntimeError("could not start a test process")
+
+    def prepare_spare(self, config: Any, slot_index: int) -> None:
+        if slot_index not in self._spares:
+            self._spares[slot_index] = self._fork_idle(config, slot_index)
+
+    def ended(self, process: TestProcess) -> None:
+        """Nothing to release: the parent reaped the fork itself."""
+
+    def close(self) -> None:
+        for spare in self._spares.values():
+            discard(spare)
+        self._spares.clear()

@@ -1,0 +1,156 @@
+"""The parent/child wire protocol, outcome classification of dead processes, and test grouping."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from xcompat.isolate.classify import (
+    collection_error_line,
+    record_from_death,
+    records_for_process_failure,
+)
+from xcompat.isolate.scheduler import group_items
+from xcompat.isolate.wire import Channel, MessageReader, encode_assignment, leak_from_wire, read_assignment
+
+
+def test_messages_survive_partial_writes_and_arrive_in_order():
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    reader = MessageReader(read_fd)
+    try:
+        os.write(write_fd, b'{"event": "start", "nodeid": "t::a", "out": 0}\n{"event": "re')
+        assert [m["event"] for m in reader.read()] == ["start"]
+        os.write(write_fd, b'port", "nodeid": "t::a", "report": {}}\n\n')
+        Channel(write_fd).send({"event": "done", "nodeid": "t::a", "out": 12})
+        os.close(write_fd)
+        write_fd = -1
+        assert [m["event"] for m in reader.read(until_eof=True)] == ["report", "done"]
+        assert reader.eof
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+
+
+def test_assignment_round_trip_and_eof_means_exit():
+    r, w = os.pipe()
+    os.write(w, encode_assignment([3, 0, 7]))
+    os.close(w)
+    assert read_assignment(r) == [3, 0, 7]
+    r, w = os.pipe()
+    os.close(w)
+    try:
+        assert read_assignment(r) == []
+    finally:
+        os.close(r)
+
+
+def test_leak_from_wire_round_trips_the_record_fields():
+    leak = leak_from_wire({"kind": "host", "repeats": "5", "growth_bytes": 4096, "leaked": True, "samples": ["1", 2]})
+    assert (leak.kind, leak.repeats, leak.growth_bytes, leak.leaked, leak.samples) == ("host", 5, 4096, True, (1, 2))
+    assert leak.where == "native" and leak.python_bytes == 0
+
+
+def _signalled(sig: int) -> int:
+    """A waitpid status for a process killed by ``sig``."""
+    pid = os.fork()
+    if pid == 0:
+        os.kill(os.getpid(), sig)
+        os._exit(99)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def _exited(code: int) -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def test_death_in_a_test_is_crashed_with_the_signal_or_exit_code():
+    record = record_from_death("t::a", _signalled(signal.SIGTERM), timed_out=False, timeout_s=None, duration_s=0.1,
+                               device="cpu", output="last words\n", traceback="Fatal Python error: Terminated")
+    assert record.outcome == "crashed" and record.message == "killed by SIGTERM"
+    assert record.crash is not None and record.crash.signal_number == signal.SIGTERM
+    assert record.longrepr.startswith("killed by SIGTERM\nFatal Python error")
+    record = record_from_death("t::a", _exited(3), timed_out=False, timeout_s=None, duration_s=0.1,
+                               device="cpu", output="", traceback="")
+    assert record.crash is not None and record.crash.exit_code == 3
+    assert record.message == "process exited with status 3 during the test"
+
+
+def test_killed_by_the_watchdog_is_timeout_not_crashed():
+    record = record_from_death("t::a", _signalled(signal.SIGKILL), timed_out=True, timeout_s=2.5, duration_s=3.0,
+                               device="cpu", output="", traceback="Thread 0x1 (most recent call first):")
+    assert record.outcome == "timeout" and record.message.startswith("timed out after 2.5s")
+    assert record.crash is not None and record.crash.signal == "SIGKILL"
+
+
+def test_process_failure_before_the_first_test_blames_the_whole_group_else_the_next_test():
+    unfinished = ["t::b", "t::c"]
+    before = records_for_process_failure(unfinished, any_finished=False, status=256, device="cpu", text="boom")
+    assert [r.nodeid for r in before] == ["t::b", "t::c"] and {r.outcome for r in before} == {"error"}
+    between = records_for_process_failure(unfinished, any_finished=True, status=256, device="cpu", text="boom")
+    assert [r.nodeid for r in between] == ["t::b"]
+
+
+IMPORT_ERROR = """\
+ImportError while importing test module '/p/tests/test_a.py'.
+Hint: make sure your test modules/packages have valid Python names.
+Traceback:
+/usr/lib/python3.11/importlib/__init__.py:126: in import_module
+    return _bootstrap._gcd_import(name[level:], package, level)
+tests/test_a.py:1: in <module>
+    import helper
+E   ModuleNotFoundError: No module named 'helper'
+"""
+MULTI_LINE = """\
+tests/test_b.py:3: in <module>
+    load()
+tests/test_b.py:2: in load
+    raise ValueError("bad config\\nsee the docs")
+E   ValueError: bad config
+E   see the docs
+"""
+CHAINED = """\
+E   KeyError: 'x'
+
+During handling of the above exception, another exception occurred:
+tests/test_c.py:4: in <module>
+    raise RuntimeError("settings incomplete") from err
+E   RuntimeError: settings incomplete
+"""
+SYNTAX = """\
+/usr/lib/python3.11/ast.py:50: in parse
+    return compile(source, filename, mode, flags,
+E     File "/p/tests/test_d.py", line 7
+E       def test_z(:
+E                  ^
+E   SyntaxError: invalid syntax
+"""
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    (IMPORT_ERROR, "ModuleNotFoundError: No module named 'helper'"),
+    (MULTI_LINE, "ValueError: bad config"),
+    (CHAINED, "RuntimeError: settings incomplete"),
+    (SYNTAX, "SyntaxError: invalid syntax (/p/tests/test_d.py, line 7)"),
+    ("usage: something odd\nno E lines here\n", "no E lines here"),
+    ("", "no details from pytest"),
+])
+def test_collection_error_line_is_the_exception_not_the_last_line(text, line):
+    assert collection_error_line(text) == line
+
+
+def test_groups_are_single_tests_or_runs_of_one_file():
+    items = [SimpleNamespace(path=Path(p), nodeid=f"{p}::{i}") for i, p in enumerate(["a.py", "a.py", "b.py", "a.py"])]
+    assert [len(g) for g in group_items(items, "test")] == [1, 1, 1, 1]
+    assert [[i.nodeid for i in g] for g in group_items(items, "file")] == [
+        ["a.py::0", "a.py::1"], ["b.py::2"], ["a.py::3"]]
