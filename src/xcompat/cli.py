@@ -99,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(verbosity=args.verbose)
     module = getattr(args, "_module", None)
     if module is None:
-        parser.print_help()
+        # `xcompat matrix` alone: the group's help (its subcommands), not the top-level one.
+        _group_parser(parser, getattr(args, "command", None)).print_help()
         return 2
     try:
         mod = importlib.import_module(module)
@@ -112,6 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Interrupted.exit_code
     except BrokenPipeError:
         return 0
+
+
+def _group_parser(parser: argparse.ArgumentParser, group: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and group in action.choices:
+            return action.choices[group]
+    return parser
 
 
 def report_error(exc: XcompatError) -> None:

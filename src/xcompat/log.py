@@ -68,12 +68,18 @@ class Logger:
 
     @property
     def color(self) -> bool:
+        return self.live_terminal(self.out) and "NO_COLOR" not in self.env
+
+    def live_terminal(self, stream: TextIO) -> bool:
+        """Whether ``stream`` is a terminal that takes escape codes: colour and a status line
+        redrawn in place. Not under CI, not when piped, not with ``TERM=dumb`` (Emacs shells,
+        some IDE consoles and log capturers set it for terminals without cursor control)."""
         return (
             self.dialect == "terminal"
             and not self.ci
-            and "NO_COLOR" not in self.env
-            and hasattr(self.out, "isatty")
-            and self.out.isatty()
+            and self.env.get("TERM", "") != "dumb"
+            and hasattr(stream, "isatty")
+            and stream.isatty()
         )
 
     def _emit(self, line: str) -> None:

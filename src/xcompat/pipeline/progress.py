@@ -1,8 +1,8 @@
 """Progress display for long multi-stage runs.
 
 On a terminal: one status line redrawn in place (stage, cell, elapsed, a bar over the
-stages). Under CI (or when the stream is not a TTY): plain, timestamped lines through the
-shared logger, one per stage start and end, so logs stay readable.
+stages). Under CI, when the stream is not a TTY, or with ``TERM=dumb``: plain lines through
+the shared logger (timestamped under CI), one per stage start and end, so logs stay readable.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class StageProgress:
         self.total = total
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
-        self.live = not log.ci and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.live = log.live_terminal(self.stream)
         self._stage = ""
         self._cell = ""
         self._stage_start = time.monotonic()
