@@ -1,0 +1,75 @@
+"""Check a merged coverage result handed to the release gate, and judge it again.
+
+``gate --coverage FILE`` gets a file a previous job wrote, possibly from a pull request's
+run. Its own ``status`` and ``gate`` entries are claims: any JSON with ``"status":
+"passed"`` would do. So the gate first checks that the file is what ``xcompat coverage
+merge`` writes (kind ``coverage``, ``version`` 1, the coverage schema, finite numbers: a NaN
+compares false with every threshold, so it would pass ``minimum`` checks), then re-applies
+the thresholds of the signed matrix to the measured percentages instead of trusting the
+file's verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from xcompat.coverage.thresholds import GateCheck, Thresholds, evaluate
+from xcompat.errors import InputError
+
+COVERAGE_RESULT_VERSION = 1
+
+
+def _non_finite(node: Any, path: str = "$") -> Iterator[str]:
+    if isinstance(node, float) and not math.isfinite(node):
+        yield path
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _non_finite(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _non_finite(value, f"{path}[{index}]")
+
+
+def check_coverage_document(document: Any, *, source: str) -> dict[str, Any]:
+    """``document`` when it is a merged coverage result; else ``InputError`` (exit 2) naming the place."""
+    if not isinstance(document, dict):
+        raise InputError(f"expected a coverage result object, got {type(document).__name__}", file=source,
+                         hint="pass the coverage.json written by xcompat coverage merge")
+    kind = document.get("kind")
+    if kind != "coverage":
+        raise InputError(f"$.kind: expected 'coverage', got {kind!r}", file=source,
+                         hint="pass the coverage.json written by xcompat coverage merge")
+    version = document.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version != COVERAGE_RESULT_VERSION:
+        raise InputError(f"$.version: expected {COVERAGE_RESULT_VERSION} (an integer), got {version!r}", file=source)
+    bad = next(_non_finite(document), None)
+    if bad is not None:
+        raise InputError(f"{bad}: not a finite number (NaN or infinity)", file=source)
+    from xcompat.jsonio import validate
+
+    validate("coverage", document, source=source)
+    return document
+
+
+def recheck_coverage(document: Any, *, source: str, thresholds: Thresholds) -> list[GateCheck]:
+    """The signed ``thresholds`` applied to the percentages the result measured.
+
+    ``thresholds``: the verified matrix's ``coverage`` settings (``Thresholds(overall, diff,
+    "matrix")``). The result's own ``status`` and ``gate`` entries are not consulted.
+    """
+    doc = check_coverage_document(document, source=source)
+    overall = doc["totals"]["percent"]
+    diff_section = doc.get("diff")
+    diff_known = isinstance(diff_section, dict)
+    diff = diff_section.get("percent") if diff_known else None
+    return evaluate(thresholds, overall, diff, diff_known=diff_known)
+
+
+def matrix_thresholds(coverage_settings: Any) -> Thresholds:
+    """``Thresholds`` from a verified matrix's ``coverage`` settings (``overall``/``diff`` or None)."""
+    overall = getattr(coverage_settings, "overall", None)
+    diff = getattr(coverage_settings, "diff", None)
+    source = "matrix" if overall is not None or diff is not None else "none"
+    return Thresholds(overall=overall, diff=diff, source=source)

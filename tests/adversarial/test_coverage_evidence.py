@@ -1,0 +1,61 @@
+"""A coverage result given to the gate is checked (kind, version, schema, finite numbers) and judged
+again against the signed thresholds: its own "status": "passed" is a claim, not evidence."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from tests.helpers.report import coverage_result
+
+from xcompat.coverage.result_check import check_coverage_document, matrix_thresholds, recheck_coverage
+from xcompat.coverage.thresholds import Thresholds
+from xcompat.errors import InputError
+from xcompat.matrix.config import CoverageThresholds
+
+
+def good(percent: float = 90.0) -> dict:
+    return coverage_result(percent)
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda d: d.update(kind="test"), "$.kind"),
+    (lambda d: d.pop("kind"), "$.kind"),
+    (lambda d: d.update(version="1"), "$.version"),
+    (lambda d: d.update(version=True), "$.version"),
+    (lambda d: d.update(version=2), "$.version"),
+    (lambda d: d["totals"].update(percent=float("nan")), "$.totals.percent"),
+    (lambda d: d["totals"].update(percent=float("inf")), "$.totals.percent"),
+    (lambda d: d["totals"].update(percent=140), "schema"),
+    (lambda d: d.update(status="passed", totals="all good"), "schema"),
+], ids=["kind", "no-kind", "version-string", "version-bool", "version-2", "nan", "inf", "over-100", "totals-type"])
+def test_a_document_that_is_not_a_merged_coverage_result_is_refused(mutate, message) -> None:
+    document = copy.deepcopy(good())
+    mutate(document)
+    with pytest.raises(InputError) as info:
+        check_coverage_document(document, source="coverage.json")
+    assert message in str(info.value) and info.value.exit_code == 2
+
+
+def test_status_only_json_is_refused() -> None:
+    with pytest.raises(InputError, match=r"\$\.kind"):
+        check_coverage_document({"status": "passed"}, source="c.json")
+
+
+def test_the_signed_thresholds_are_applied_again_whatever_the_file_says() -> None:
+    document = good(42.0)
+    document["status"] = "passed"
+    document["gate"] = []  # the file claims no threshold was set
+    checks = recheck_coverage(document, source="c.json", thresholds=matrix_thresholds(CoverageThresholds(overall=80.0)))
+    assert [(c.name, c.passed) for c in checks] == [("overall", False)]
+    assert "42.00% < threshold 80%" in checks[0].reason
+
+
+def test_a_passing_result_passes() -> None:
+    checks = recheck_coverage(good(91.0), source="c.json", thresholds=Thresholds(overall=80.0, source="matrix"))
+    assert all(c.passed for c in checks) and checks
+
+
+def test_no_thresholds_in_the_matrix_means_no_checks() -> None:
+    assert matrix_thresholds(CoverageThresholds()).source == "none"
+    assert recheck_coverage(good(), source="c.json", thresholds=matrix_thresholds(CoverageThresholds())) == []
