@@ -15,6 +15,7 @@ Whether a symbol reference still binds is decided by :mod:`xcompat.abi.loader`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -193,8 +194,11 @@ def diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: Collecto
     names = changed_names(a, b)
     versioned_a, versioned_b = is_versioned(a), is_versioned(b)
     if names:
-        _binding_findings(key, a, b, c, names, extension, extension_exports)
-        _added_findings(key, a, b, c, names, extension, extension_exports, versioning_added=versioned_b and not versioned_a)
+        defs = definitions_of(a, names), definitions_of(b, names)
+        classes = noise.class_lookup(a.exports, b.exports)  # judges WEAK C++ functions
+        _binding_findings(key, a, b, c, defs, extension, extension_exports, classes)
+        _added_findings(key, b, c, defs, extension, extension_exports, classes,
+                        versioning_added=versioned_b and not versioned_a)
     da, db = set(a.version_defs), set(b.version_defs)
     if versioned_a and not versioned_b:
         c.add("symbol_versioning_removed", key, None,
@@ -214,8 +218,11 @@ def diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: Collecto
         c.add("symbol_version_added", key, None, f"version node {v} is newly defined", new=v)
 
 
-def _binding_findings(key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, names: set[str], extension: bool, declared: tuple[str, ...]) -> None:
-    for ch in compare_bindings(a, b, names):
+def _binding_findings(
+    key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
+    declared: tuple[str, ...], classes: Callable[[list[str]], bool],
+) -> None:
+    for ch in compare_bindings(a, b, defs=defs):
         old = ch.old
         weak = old.type_char.isupper() or old.type_char == "u"
         sym = ch.ref.key
@@ -226,7 +233,7 @@ def _binding_findings(key: str, a: LibraryInterface, b: LibraryInterface, c: Col
             # matters even though they are vague linkage
             unique = "u" in (old.type_char, new.type_char)
             why = noise.classify(old.key, a, extension=extension, weak=weak and new.type_char.isupper() and not unique,
-                                 declared=declared)
+                                 declared=declared, is_class=classes)
             if why:
                 c.filtered["size-noise"] += 1
                 continue
@@ -235,14 +242,14 @@ def _binding_findings(key: str, a: LibraryInterface, b: LibraryInterface, c: Col
             kind = "vtable_size_changed" if base.startswith("_ZTV") else "object_size_changed"
             c.add(kind, key, sym, f"{what}size {old.size} -> {new.size} bytes", old=old.size, new=new.size)
             continue
-        why = noise.classify(old.key, a, extension=extension, weak=weak, declared=declared)
+        why = noise.classify(old.key, a, extension=extension, weak=weak, declared=declared, is_class=classes)
         if why:
             c.filtered[why] += 1
             continue
         if ch.kind == "version_gone":
             c.add("symbol_version_removed", key, sym,
                   f"{ch.ref.name} is no longer exported at version {ch.ref.version}", old=ch.ref.version)
-        elif ch.ref.version is None and ch.ref.name in definitions_of(b, {ch.ref.name}):
+        elif ch.ref.version is None and ch.ref.name in defs[1]:
             c.add("symbol_removed", key, sym,
                   f"{sym} is only exported at hidden versions now: unversioned references and dlsym() no longer find it")
         else:
@@ -250,17 +257,17 @@ def _binding_findings(key: str, a: LibraryInterface, b: LibraryInterface, c: Col
 
 
 def _added_findings(
-    key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, names: set[str], extension: bool,
-    declared: tuple[str, ...], *, versioning_added: bool
+    key: str, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
+    declared: tuple[str, ...], classes: Callable[[list[str]], bool], *, versioning_added: bool
 ) -> None:
-    da, db = definitions_of(a, names), definitions_of(b, names)
+    da, db = defs
     for name in sorted(db):
         old_keys = {d.key for d in da.get(name, ())}
         for d in db[name]:
             if d.key in old_keys:
                 continue
             weak = d.type_char.isupper() or d.type_char == "u"
-            why = noise.classify(d.key, b, extension=extension, weak=weak, declared=declared)
+            why = noise.classify(d.key, b, extension=extension, weak=weak, declared=declared, is_class=classes)
             if why:
                 c.filtered[why] += 1
                 continue

@@ -119,13 +119,18 @@ class BindingChange:
 
 
 def compare_bindings(
-    a: LibraryInterface, b: LibraryInterface, names: set[str] | None = None
+    a: LibraryInterface,
+    b: LibraryInterface,
+    names: set[str] | None = None,
+    *,
+    defs: tuple[dict[str, list[Definition]], dict[str, list[Definition]]] | None = None,
 ) -> list[BindingChange]:
     """What happens, name by name, to the references consumers of ``a`` hold, against ``b``.
 
     ``names``: only these base names (the ones whose key set or size changed); None for all.
+    ``defs``: the definitions of those names in ``a`` and ``b``, when already looked up.
     """
-    da, db = definitions_of(a, names), definitions_of(b, names)
+    da, db = defs if defs is not None else (definitions_of(a, names), definitions_of(b, names))
     versioned_b = is_versioned(b)
     out: list[BindingChange] = []
     for name, defs_a in da.items():
@@ -147,11 +152,19 @@ def compare_bindings(
 
 
 def definitions_of(lib: LibraryInterface, names: set[str] | None) -> dict[str, list[Definition]]:
+    """:func:`definitions` restricted to ``names``; a library without symbol versions is
+    looked up key by key instead of scanned."""
     if names is None:
         return definitions(lib)
-    hidden = lib.hidden_versions
+    exports, hidden = lib.exports, lib.hidden_versions
     out: dict[str, list[Definition]] = {}
-    for key, (tc, size) in lib.exports.items():
+    if not is_versioned(lib):
+        for name in names:
+            row = exports.get(name)
+            if row is not None:
+                out[name] = [Definition(key=name, version=None, hidden=False, type_char=row[0], size=row[1])]
+        return out
+    for key, (tc, size) in exports.items():
         name, sep, ver = key.partition("@")
         if name in names:
             out.setdefault(name, []).append(

@@ -18,6 +18,7 @@ unmangled C functions; mangled C++ symbols in an extension module are implementa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from xcompat.abi.binary import LibraryInterface
 
@@ -92,7 +93,9 @@ def _class_data_of_plain_class(base: str) -> bool:
     return "<" not in demangle(base)
 
 
-def vague_linkage_shape(base: str, demangled: str | None = None) -> bool:
+def vague_linkage_shape(
+    base: str, demangled: str | None = None, is_class: Callable[[list[str]], bool] | None = None
+) -> bool:
     """Whether a WEAK C++ symbol has the shape of vague linkage (a copy every user of a header
     carries), judged from its demangled name: this is a heuristic, documented in docs/abi.md.
 
@@ -107,19 +110,78 @@ def vague_linkage_shape(base: str, demangled: str | None = None) -> bool:
       variables (``_ZGV``), thread-local wrappers (``_ZTW`` / ``_ZTH``);
     * typeinfo of non-class types (function and pointer types).
 
-    A non-template WEAK function or variable (``ns::f(int)``, ``Shape::area() const``) is
-    treated as interface: it may be an inline member defined in a class body (then the
-    finding is a false positive a policy ``ignore`` pattern can silence), but it may also be
-    an explicitly weak definition that consumers bind to.
+    * members of classes (inline member functions defined in a class body): a const member
+      function (``_ZNK``), or a function whose enclosing scope is a class of this library
+      (``is_class``, from :func:`class_lookup`: a vtable, typeinfo, default constructor or
+      destructor is exported for it).
+
+    A non-template WEAK function at namespace scope (``ns::f(int)``) is treated as interface:
+    that is the shape of an explicitly weak definition (a hook meant to be overridden) that
+    consumers bind to. An inline free function in a header has the same shape; its finding is
+    a false positive a policy ``ignore`` pattern silences.
     """
-    if base.startswith(("_ZGV", "_ZTW", "_ZTH")):
-        return True
+    if base.startswith(("_ZGV", "_ZTW", "_ZTH", "_ZZ")):
+        return True  # guard variables, TLS wrappers, local statics and lambdas of (inline) functions
     if base.startswith(("_ZTI", "_ZTS", "_ZTV")):
         return base[4:5] not in set("0123456789N") or not _class_data_of_plain_class(base)
     text = demangled if demangled is not None else _demangle(base)
     if text == base:  # not demangled (no C++ runtime): keep the old, permissive rule
         return True
-    return "<" in _strip_params(text) or "{lambda" in text or "{unnamed type" in text or "::__" in text
+    if "<" in _strip_params(text) or "{lambda" in text or "{unnamed type" in text or "::__" in text:
+        return True
+    if base.startswith("_ZNK"):
+        return True  # a const member function
+    scope = nested_scope(base)
+    return scope is not None and is_class is not None and is_class(scope)
+
+
+_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def _components(mangled: str, start: int) -> tuple[list[str], int] | None:
+    """The plain ``<length><identifier>`` components of a nested name from ``start``, and
+    where they end; None for anything fancier (templates, substitutions, std::)."""
+    out: list[str] = []
+    i = start
+    while i < len(mangled):
+        m = _SOURCE_NAME.match(mangled, i)
+        if not m:
+            break
+        n = int(m.group(1))
+        j = m.end()
+        if n == 0 or j + n > len(mangled):
+            return None
+        out.append(mangled[j : j + n])
+        i = j + n
+    return out, i
+
+
+def nested_scope(base: str) -> list[str] | None:
+    """``_ZN2ns5Shape4areaEv`` -> ``["ns", "Shape"]``: the enclosing scope of a plain nested name."""
+    if not base.startswith("_ZN"):
+        return None
+    i = 3
+    while i < len(base) and base[i] in "KVr":
+        i += 1
+    got = _components(base, i)
+    if got is None or len(got[0]) < 2:
+        return None
+    return got[0][:-1]
+
+
+def class_lookup(*exports) -> Callable[[list[str]], bool]:
+    """A test "is this scope (given as its name components) a class?" against the exports of
+    one or more libraries: a vtable, typeinfo, default constructor or destructor is exported
+    for it. Each test is a few dict lookups, not a scan of the symbol table."""
+
+    def is_class(components: list[str]) -> bool:
+        m = "".join(f"{len(c)}{c}" for c in components)
+        nested = f"N{m}E" if len(components) > 1 else m
+        keys = (f"_ZTV{nested}", f"_ZTI{nested}", f"_ZTS{nested}", f"_ZN{m}D1Ev", f"_ZN{m}D2Ev", f"_ZN{m}C1Ev",
+                f"_ZN{m}C2Ev")
+        return any(k in ex for ex in exports for k in keys)
+
+    return is_class
 
 
 def _demangle(base: str) -> str:
@@ -173,7 +235,8 @@ def default_extension_exports(key: str) -> tuple[str, ...]:
 
 
 def classify(
-    name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False, declared: tuple[str, ...] = ()
+    name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False, declared: tuple[str, ...] = (),
+    is_class: Callable[[list[str]], bool] | None = None,
 ) -> str | None:
     """Return why ``name`` is noise or None.
 
@@ -189,6 +252,6 @@ def classify(
         return "stdlib"
     if extension and not is_extension_interface(base, declared):
         return "extension-internal"
-    if weak and is_mangled(base) and vague_linkage_shape(base):
+    if weak and is_mangled(base) and vague_linkage_shape(base, is_class=is_class or class_lookup(lib.exports)):
         return "vague-linkage"
     return None

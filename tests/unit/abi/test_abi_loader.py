@@ -159,3 +159,12 @@ def test_default_extension_exports_is_named_after_the_package():
     ext_b = lib(exports={"PyInit_etree": ("f", 0)})
     d = diff_manifests(manifest({"lxml/etree.so": ext_a}), manifest({"lxml/etree.so": ext_b}))
     assert not d.findings and d.filtered == {"extension-internal": 1}
+
+
+def test_weak_member_of_an_exported_class_is_an_inline_member():
+    from xcompat.abi.noise import class_lookup
+
+    exports = {"_ZTV5Shape": ("O", 40), "_ZN5Shape4areaEv": ("F", 10), "_ZN2ns1fEv": ("F", 10)}
+    assert vague_linkage_shape("_ZN5Shape4areaEv", is_class=class_lookup(exports))
+    assert not vague_linkage_shape("_ZN2ns1fEv", is_class=class_lookup(exports))
+    assert vague_linkage_shape("_ZNK2ns5Shape4areaEv")  # a const member function
