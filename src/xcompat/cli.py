@@ -26,6 +26,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("matrix", "sign"): ("xcompat.commands.matrix_sign", "bump serial and sign a matrix with an SSH key"),
     ("matrix", "verify"): ("xcompat.commands.matrix_verify", "verify a matrix signature against allowed_signers"),
     ("matrix", "plan"): ("xcompat.commands.matrix_plan", "expand a matrix into CI jobs (json, github, gitlab, cibuildwheel)"),
+    ("matrix", "init"): ("xcompat.commands.matrix_init", "write a starter matrix for a project (Pythons, tests, torch)"),
+    ("matrix", "settings"): ("xcompat.commands.matrix_settings", "the resolved settings of a cell, for CI jobs (env or json)"),
     ("keys", "fingerprint"): ("xcompat.commands.keys_fingerprint", "print the SHA256 fingerprint of an SSH public key"),
     ("build",): ("xcompat.commands.build", "build, repair and audit wheels for this runner's cells"),
     ("abi", "diff"): ("xcompat.commands.abi_diff", "diff the binary and Python interface of two wheels"),

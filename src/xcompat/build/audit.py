@@ -3,18 +3,20 @@ and the symbols that set it, external libraries, and the abi3 audit of Limited-A
 
 ``auditwheel show --json`` (auditwheel >= 6.2) is the source of the policy and external
 libraries; older auditwheel releases only print text, which is parsed instead (the
-record says which). The symbols that set the policy are read from the ELF files
-themselves with pyelftools, because auditwheel reports only version names, not symbols.
+record says which). The symbols that set the policy, the CUDA architectures and leaked
+absolute search paths are read from the ELF files themselves, with the same reader
+``xcompat abi diff`` uses (:mod:`xcompat.abi.elf`, :mod:`xcompat.abi.fatbin`), each member
+streamed once, because auditwheel reports only version names, not symbols.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import struct
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -132,36 +134,71 @@ def parse_auditwheel_text(text: str) -> dict[str, Any]:
 # -- ELF: which symbols need which versions ----------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class NativeMember:
+    """What the build audit needs of one ELF member of a wheel."""
+
+    file: str
+    imports: tuple[VersionedImport, ...]
+    cuda_archs: tuple[str, ...]
+    absolute_search_paths: tuple[str, ...]  # RPATH / RUNPATH entries that are absolute paths
+
+
+_SCAN_CACHE: dict[tuple[str, int, int], tuple[NativeMember, ...]] = {}
+_SCAN_LOCK = threading.Lock()  # the build record asks for policy symbols and GPU code in parallel
+
+
+def scan_native_members(wheel: Path) -> tuple[NativeMember, ...]:
+    """Every ELF member of ``wheel`` read once (cached per file, size and mtime, so the policy
+    symbols and the GPU code of one wheel cost one pass)."""
+    st = wheel.stat()
+    key = (str(wheel.resolve()), st.st_size, st.st_mtime_ns)
+    with _SCAN_LOCK:
+        if key not in _SCAN_CACHE:
+            result = _scan(wheel)
+            _SCAN_CACHE.clear()
+            _SCAN_CACHE[key] = result
+        return _SCAN_CACHE[key]
+
+
+def _scan(wheel: Path) -> tuple[NativeMember, ...]:
+    from xcompat.abi.wheel import WheelError, iter_native_members
+
+    out: list[NativeMember] = []
+    try:
+        for member, lib in iter_native_members(wheel):
+            if lib.format != "elf":
+                continue
+            imports = tuple(
+                VersionedImport(file=member, library=libname, version=ver, symbol=name)
+                for name, (_weak, ver, libname) in sorted(lib.imports.items())
+                if ver and libname
+            )
+            paths = tuple(p for p in (*lib.rpath, *lib.runpath) if p.startswith("/"))
+            out.append(NativeMember(file=member, imports=imports, cuda_archs=tuple(lib.cuda_archs or ()),
+                                    absolute_search_paths=paths))
+    except WheelError:
+        pass  # an unreadable member: auditwheel show reports the wheel itself
+    return tuple(out)
+
+
 def iter_versioned_imports(name: str, data: bytes) -> Iterator[VersionedImport]:
     """Undefined dynamic symbols of an ELF file with the version they require."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
-    from elftools.elf.sections import SymbolTableSection
+    from xcompat.abi.elf import ElfError, read_elf_bytes
 
     try:
-        elf = ELFFile(io.BytesIO(data))
-    except ELFError:
+        lib = read_elf_bytes(data, display_name=name, want_fatbin=False)
+    except (ElfError, struct.error):
         return
-    need: dict[int, tuple[str, str]] = {}
-    versym = None
-    for section in elf.iter_sections():
-        if isinstance(section, GNUVerNeedSection):
-            for verneed, auxes in section.iter_versions():
-                for aux in auxes:
-                    need[aux["vna_other"]] = (str(verneed.name), str(aux.name))
-        elif isinstance(section, GNUVerSymSection):
-            versym = section
-    dynsym = elf.get_section_by_name(".dynsym")
-    if not isinstance(dynsym, SymbolTableSection) or versym is None:
-        return
-    for index, symbol in enumerate(dynsym.iter_symbols()):
-        if symbol["st_shndx"] != "SHN_UNDEF" or not symbol.name:
-            continue
-        ndx = versym.get_symbol(index)["ndx"]
-        if isinstance(ndx, int) and ndx in need:
-            library, version = need[ndx]
-            yield VersionedImport(file=name, library=library, version=version, symbol=symbol.name)
+    for symbol, (_weak, version, library) in sorted(lib.imports.items()):
+        if version and library:
+            yield VersionedImport(file=name, library=library, version=version, symbol=symbol)
+
+
+def absolute_search_paths(wheel: Path) -> dict[str, list[str]]:
+    """Per ELF member, RPATH / RUNPATH entries that are absolute: a path of the build machine
+    leaked into the wheel (``$ORIGIN``-relative paths are what a wheel can rely on)."""
+    return {m.file: list(m.absolute_search_paths) for m in scan_native_members(wheel) if m.absolute_search_paths}
 
 
 def _version_key(version: str) -> tuple[str, tuple[int, ...]]:
@@ -173,10 +210,7 @@ def _version_key(version: str) -> tuple[str, tuple[int, ...]]:
 def policy_symbols(wheel: Path, sym_tag: str | None) -> list[dict[str, Any]]:
     """The imports that set a wheel's policy: those needing the newest glibc version, or when
     glibc does not decide the tag, the newest version of each other system library."""
-    imports: list[VersionedImport] = []
-    with zipfile.ZipFile(wheel) as zf:
-        for member in native_members(wheel):
-            imports.extend(iter_versioned_imports(member, zf.read(member)))
+    imports = [imp for member in scan_native_members(wheel) for imp in member.imports]
     relevant = [i for i in imports if i.version.startswith(_POLICY_PREFIXES)]
     if not relevant:
         return []
@@ -311,59 +345,21 @@ def abi3_audit(wheel: Path, *, env: Mapping[str, str]) -> Abi3Audit | None:
 
 # -- CUDA fat binaries ---------------------------------------------------------------
 
-_FATBIN_MAGIC = 0xBA55ED50
-_FATBIN_KINDS = {1: "compute", 2: "sm"}  # 1: PTX, 2: ELF cubin
-
 
 def fatbin_archs(data: bytes) -> list[str]:
     """GPU code embedded in an ELF file's ``.nv_fatbin`` section: ``sm_80`` (cubin) and
-    ``compute_90`` (PTX) entries.
-
-    Read by hand because cuobjdump is not part of every toolkit install and no Python
-    library reads fat binaries. Layout: a 16-byte header (magic, version, header size,
-    size of the entries) followed by entries whose header holds kind (u16 at 0), header
-    size (u32 at 4), padded payload size (u32 at 8) and SM version (u32 at 28).
-    """
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    ``compute_90`` (PTX) entries, read by :mod:`xcompat.abi.fatbin` (as ``abi diff`` does);
+    an empty list for anything that is not an ELF file with device code."""
+    from xcompat.abi.elf import ElfError, read_elf_bytes
 
     try:
-        elf = ELFFile(io.BytesIO(data))
-    except ELFError:
+        lib = read_elf_bytes(data, display_name="<member>")
+    except (ElfError, struct.error):
         return []
-    section = elf.get_section_by_name(".nv_fatbin")
-    if section is None:
-        return []
-    blob = section.data()
-    found: dict[str, None] = {}
-    offset = 0
-    while offset + 16 <= len(blob):
-        magic, _version, header_size, size = struct.unpack_from("<IHHQ", blob, offset)
-        if magic != _FATBIN_MAGIC or header_size < 16:
-            break
-        pos, end = offset + header_size, min(offset + header_size + size, len(blob))
-        while pos + 32 <= end:
-            kind, _v, entry_header, padded = struct.unpack_from("<HHII", blob, pos)
-            sm = struct.unpack_from("<I", blob, pos + 28)[0]
-            if entry_header == 0:
-                break
-            if kind in _FATBIN_KINDS:
-                found[f"{_FATBIN_KINDS[kind]}_{sm}"] = None
-            pos += entry_header + padded
-        offset = end
-        # Sections are padded to 8 bytes between fat binaries.
-        while offset < len(blob) and offset % 8:
-            offset += 1
-    return sorted(found, key=lambda a: (int(a.split("_")[1]), a))
+    return list(lib.cuda_archs or ())
 
 
 def wheel_gpu_code(wheel: Path) -> dict[str, list[str]]:
     """Per shared object of the wheel, the CUDA archs it carries code for (objects without
     device code are left out)."""
-    out: dict[str, list[str]] = {}
-    with zipfile.ZipFile(wheel) as zf:
-        for member in native_members(wheel):
-            archs = fatbin_archs(zf.read(member))
-            if archs:
-                out[member] = archs
-    return out
+    return {m.file: list(m.cuda_archs) for m in scan_native_members(wheel) if m.cuda_archs}

@@ -61,6 +61,8 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
         shutil.rmtree(results_dir)
     for index, result in enumerate(loaded.results):
         write_json(results_dir / f"{index:04d}-{result.kind}.json", result.data)
+    if loaded.settings is not None:
+        write_json(results_dir / "settings.json", loaded.settings)
     if loaded.plan is not None:
         write_json(folder / "plan.json", loaded.plan)
     write_report_json(report, folder / "report.json")
@@ -71,7 +73,8 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
 def execute(args: argparse.Namespace) -> int:
     from xcompat.jsonio import atomic_write_text
     from xcompat.log import get_logger
-    from xcompat.report import build_report, load_results, render
+    from xcompat.report import render
+    from xcompat.report.folder import report_from_folder
 
     log = get_logger()
     env = os.environ
@@ -84,11 +87,11 @@ def execute(args: argparse.Namespace) -> int:
         results_dir = bundle / "results"
         paths = [results_dir] if results_dir.is_dir() else []
         plan = bundle / "plan.json"
-        loaded = load_results(paths, plan_path=plan if plan.is_file() else None)
+        sources, plan_path = paths, plan if plan.is_file() else None
     else:
         if not args.paths:
             raise UsageError("give result files or folders (or --from-artifact DIR)")
-        loaded = load_results(args.paths, plan_path=args.plan)
+        sources, plan_path = list(args.paths), args.plan
 
     github_ctx = None
     artifact_url = args.artifact_url
@@ -99,8 +102,10 @@ def execute(args: argparse.Namespace) -> int:
         artifact_url = artifact_url or github_ctx.run_url
     if args.gitlab and not artifact_url:
         artifact_url = env.get("CI_JOB_URL") and f"{env['CI_JOB_URL']}/artifacts/browse/{args.bundle_dir}"
-    notes = [f"not a stage result, ignored: {path}" for path in loaded.skipped_files]
-    report = build_report(loaded.results, loaded.plan, title=args.title, artifact_url=artifact_url or None, notes=notes)
+    # A run's output folder or downloaded artifacts: its own report.json, verify.json and
+    # run.json are not stage results and are listed in the notes; settings.json is read.
+    loaded, report = report_from_folder(sources, plan_path=plan_path, title=args.title,
+                                        artifact_url=artifact_url or None)
 
     rendered = render(report, args.format, args.budget)
     if args.out:

@@ -1,8 +1,13 @@
 """``xcompat run``: the whole pipeline on this machine, ending in report.md/json/html.
 
-Default: the bundled sample project (``examples/sample-ext-v2``, the change under review)
-against its last release (``examples/sample-ext``), with the bundled signed matrix and its
-demo ``allowed_signers``.
+With no PROJECT: the demo, the bundled sample project (``examples/sample-ext-v2``, the
+change under review) against its last release (``examples/sample-ext``), with that
+release's signed matrix and demo ``allowed_signers``. A PROJECT always runs its own
+``.xcompat/matrix.yml`` (``xcompat matrix init`` writes a starter one).
+
+Settings (docs/run.md, "Settings"): the defaults table < the signed matrix < these options.
+An option not given is unset and never wins over the matrix; in CI (``CI=true``) an
+override of a matrix setting is refused.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from xcompat.outputs import OutputDir
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("project", nargs="?", type=Path, default=None,
-                        help="project to check (default: the bundled sample project)")
+                        help="project to check (default: the bundled sample project, the demo)")
     parser.add_argument("--matrix", type=Path, metavar="FILE",
-                        help="signed matrix (default: PROJECT/.xcompat/matrix.yml, else the bundled sample's)")
+                        help="matrix (default: PROJECT/.xcompat/matrix.yml; none there: run `xcompat matrix init`)")
     parser.add_argument("--allowed-signers", type=Path, metavar="PATH",
                         help="trust list (default: next to the matrix: .xcompat/allowed_signers)")
     parser.add_argument("--baseline", type=Path, metavar="PATH",
@@ -26,9 +31,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="output folder (default: .xcompat-out); replaced whole when the run completes")
     parser.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda", "rocm", "mps"),
                         help="device backend for the kernels (default: auto, the fallback chain)")
-    parser.add_argument("--isolate", default="test", choices=("none", "file", "test"),
-                        help="test isolation (default: test)")
-    parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-test timeout (default 300)")
+    parser.add_argument("--isolate", default=None, choices=("none", "file", "test"),
+                        help="override tests.isolation of the matrix (local runs only)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="override tests.timeout of the matrix, seconds per test (local runs only)")
     parser.add_argument("--no-coverage", action="store_true", help="skip the coverage build and merge")
 
 

@@ -48,17 +48,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--isolate",
         choices=ISOLATION_CHOICES,
-        default="test",
-        help="one process per test (default), per file, or none (in-process)",
+        default=None,
+        help="one process per test, per file, or none (in-process); default: tests.isolation's default (test)",
     )
     parser.add_argument("--junit", type=OutputFile(), metavar="OUT", help="write JUnit XML (test names carry the cell id)")
     parser.add_argument("--json", type=OutputFile(), metavar="OUT", help="write the versioned JSON result (schema: test-result)")
     parser.add_argument(
         "--timeout",
         type=_positive_float,
-        default=300.0,
+        default=None,
         metavar="S",
-        help="per-test timeout in seconds; 0: none",
+        help="per-test timeout in seconds; 0: none; default: tests.timeout's default (300)",
     )
     parser.add_argument("--cell-id", metavar="ID", help="the matrix cell these results belong to")
     parser.add_argument(
@@ -95,8 +95,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="fork from a warm parent (Linux default) or spawn fresh interpreters (macOS, Windows)",
     )
-    parser.add_argument(
-        "--no-warm-torch", action="store_true", help="do not import and warm up torch in the parent"
+    warm = parser.add_mutually_exclusive_group()
+    warm.add_argument(
+        "--warm-torch", dest="warm_torch", action="store_true", default=None,
+        help="import and warm up torch in the parent (default: only when the tests import torch)",
+    )
+    warm.add_argument(
+        "--no-warm-torch", dest="warm_torch", action="store_false", help="never import torch in the parent"
     )
     parser.add_argument(
         "--preload", action="append", default=[], metavar="MODULE", help="import MODULE in the warm parent"
@@ -126,11 +131,14 @@ def _split_at_double_dash(parser: argparse.ArgumentParser) -> None:
     parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
 
 
-def _targets(raw: list[str]) -> tuple[str, ...]:
+def _targets(raw: list[str], pyargs: bool = False) -> tuple[str, ...]:
     from xcompat.errors import UsageError
 
     if not raw:
         return ()
+    if pyargs:
+        # -- --pyargs: the targets are importable names (tests inside an installed package)
+        return tuple(raw)
     out = []
     for target in raw:
         path = Path(target.split("::", 1)[0])
@@ -155,19 +163,23 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.log import get_logger
 
     log = get_logger()
+    from xcompat.settings import defaults
+
     pytest_args = list(args.pytest_args or [])
+    isolation = args.isolate if args.isolate is not None else defaults()["tests.isolation"]
+    timeout = args.timeout if args.timeout is not None else float(defaults()["tests.timeout"])
     options = RunOptions(
-        paths=_targets(args.targets),
+        paths=_targets(args.targets, pyargs="--pyargs" in pytest_args),
         pytest_args=tuple(pytest_args),
-        isolation=args.isolate,
-        timeout_s=args.timeout or None,
+        isolation=isolation,
+        timeout_s=timeout or None,
         cell_id=args.cell_id,
         leak_kinds=tuple(args.leaks),
         leak_policy=LeakPolicy(repeats=args.leak_repeat, host_threshold_bytes=args.leak_threshold),
         deep=args.deep,
         devices=args.devices,
         start_method=args.start_method,
-        warm_torch=not args.no_warm_torch,
+        warm_torch=args.warm_torch,
         preload=tuple(args.preload),
     )
     result = run_tests(options)

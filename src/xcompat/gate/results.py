@@ -107,7 +107,7 @@ def load_plan(path: Path) -> Plan:
     if not isinstance(backends, list) or not all(isinstance(b, str) for b in backends):
         raise InputError(f"$.settings.gate.required_backends: expected a list of names, got {backends!r}", file=path)
     sha = document.get("matrix_sha256")
-    settings = settings_from_plan(document, source=str(path)) if settings else None
+    settings = settings_from_plan(document, source=str(path)) if isinstance(raw_settings, dict) else None
     return Plan(
         cells=tuple(planned),
         matrix_sha256=sha if isinstance(sha, str) and sha else None,

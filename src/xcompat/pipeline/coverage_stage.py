@@ -83,12 +83,24 @@ def _package_names(project: Path) -> list[str]:
     return sorted(p.parent.name for p in project.glob("*/__init__.py") if p.parent.name not in ("tests", "test"))
 
 
+def _thresholds(stages: Stages) -> list[str]:
+    """coverage.overall / coverage.diff of the resolved settings (the stage does not re-read the matrix)."""
+    c = stages.settings.coverage
+    out: list[str] = []
+    if c.overall is not None:
+        out += ["--threshold-overall", str(c.overall)]
+    if c.diff is not None:
+        out += ["--threshold-diff", str(c.diff)]
+    return out
+
+
 def run_coverage(stages: Stages) -> StageResult:
     pipe = stages.pipe
     project = stages.cfg.project
-    tests = project / "tests"
-    if not tests.is_dir():
-        return StageResult(name="coverage", status="skipped", detail=f"{tests} does not exist")
+    found = stages.test_targets()  # tests.pytest / tests.pytest-args, as the test stage runs them
+    if isinstance(found, StageResult):
+        return StageResult(name="coverage", status="skipped", detail=f"no tests to measure: {found.detail}")
+    targets, pytest_args = found
     log_path = pipe.path("logs", "coverage-build.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -109,8 +121,11 @@ def run_coverage(stages: Stages) -> StageResult:
         "GCOV_PREFIX_STRIP": str(strip),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    pyargs = "--pyargs" in pytest_args
+    # the same tests, from the coverage build's copy of the tree (module names with --pyargs)
+    where = targets if pyargs else [str(copy / Path(t).relative_to(project)) for t in targets]
     argv = [sys.executable, "-m", "coverage", "run", *(f"--source={p}" for p in packages), "-m", "pytest", "-q",
-            "-p", "no:cacheprovider", "-o", "addopts=", str(copy / "tests")]
+            "-p", "no:cacheprovider", "-o", "addopts=", *where, *pytest_args]
     run = pipe.run_command("coverage-tests", argv, env=env, cwd=work)
     if run.exit_code not in (0, 1) or not data.is_file():
         return StageResult(name="coverage", status="error", detail=f"tests under coverage.py: {run.detail}",
@@ -123,7 +138,7 @@ def run_coverage(stages: Stages) -> StageResult:
         return StageResult(name="coverage", status="error", detail=f"collect: {collect.detail}", log=collect.log)
     merged = pipe.path("coverage")
     merge = pipe.run_command("coverage", pipe.xcompat(
-        "coverage", "merge", cell_file, "--repo", project, "--matrix", stages.cfg.matrix, "--out-dir", merged),
+        "coverage", "merge", cell_file, "--repo", project, *_thresholds(stages), "--out-dir", merged),
         outputs=[merged / "coverage.json"])
     shutil.rmtree(work, ignore_errors=True)
     return merge

@@ -26,6 +26,7 @@ from typing import Any
 from xcompat.errors import InputError, Interrupted
 from xcompat.log import Logger
 from xcompat.pipeline.progress import StageProgress
+from xcompat.settings import ProjectFacts, Settings
 
 # exit code of a stage's command -> stage status
 _STATUS_BY_EXIT = {0: "passed", 1: "failed"}
@@ -33,15 +34,18 @@ _STATUS_BY_EXIT = {0: "passed", 1: "failed"}
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
+    """What ``xcompat run`` was asked to do; the matrix's own settings are in ``settings``."""
+
     project: Path
     matrix: Path
-    allowed_signers: Path
+    allowed_signers: Path | None
     baseline: Path | None
     out: Path
     backend: str = "auto"
-    isolate: str = "test"
-    timeout: float = 300.0
     coverage: bool = True
+    settings: Settings | None = None  # resolved once: defaults < signed matrix < command line (local only)
+    facts: ProjectFacts | None = None  # what the project is: does it use torch
+    signed: bool = True  # False: a local run of an unsigned matrix (right after `matrix init`)
 
 
 @dataclass(kw_only=True)

@@ -1,4 +1,9 @@
-"""The report stage of ``xcompat run``: report.md, report.json and a self-contained report.html."""
+"""The report stage of ``xcompat run``: report.md, report.json and a self-contained report.html.
+
+The run's output folder is read the way ``xcompat report DIR`` reads it (``xcompat.results``):
+every stage result, the plan, and ``settings.json`` (the resolved settings and what the
+project is), so both give the same verdict.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +14,29 @@ from xcompat.pipeline.local import StageResult
 if TYPE_CHECKING:
     from xcompat.pipeline.runner import Stages
 
-# result files of the stages, relative to the run's output folder
-RESULT_FILES = ("probe.json", "kernels.json", "test.json", "abi.json", "coverage/coverage.json", "wheels/build.json")
+
+def settings_document(stages: Stages) -> dict:  # type: ignore[type-arg]
+    doc = stages.settings.to_dict()
+    facts = stages.cfg.facts
+    doc["project"] = facts.to_dict() if facts is not None else None
+    return doc
 
 
 def write_reports(stages: Stages) -> StageResult:
     from xcompat import jsonio
-    from xcompat.report import build_report, load_results, render, write_html
+    from xcompat.report import render, write_html
+    from xcompat.report.folder import report_from_folder
 
     pipe = stages.pipe
-    files = [pipe.path(name) for name in RESULT_FILES if pipe.path(name).is_file()]
-    plan = pipe.path("plan.json")
-    loaded = load_results([str(f) for f in files], plan_path=str(plan) if plan.is_file() else None)
-    report = build_report(loaded.results, loaded.plan)
+    jsonio.write_json(pipe.path("settings.json"), settings_document(stages), schema="settings")
+    loaded, report = report_from_folder(pipe.stage_dir)
+    stages.report_object = report  # type: ignore[attr-defined]
     jsonio.atomic_write_text(pipe.path("report.md"), render(report, "markdown"))
     jsonio.atomic_write_text(pipe.path("report.json"), render(report, "json"))
     write_html(report, pipe.path("report.html"))
-    conclusion = getattr(report, "conclusion", None)
     return StageResult(
         name="report",
         status="passed",
-        detail=f"{len(files)} result file(s); conclusion: {conclusion}",
+        detail=f"{len(loaded.results)} result file(s); conclusion: {report.conclusion}",
         outputs=["report.md", "report.json", "report.html"],
     )

@@ -1,17 +1,24 @@
-"""Resolve ``xcompat run``'s configuration and drive the stages in order."""
+"""Resolve ``xcompat run``'s configuration once and drive the stages in order.
+
+The matrix is read once, its settings resolved once (``xcompat.settings``: defaults <
+signed matrix < command line, the latter refused in CI) and handed to every stage; no
+stage re-reads the matrix. Each stage that did not write its own result (it failed,
+errored or was skipped) gets an envelope under ``stages/``, so the report, computed by
+``xcompat.results.judge``, sees it; the exit code is that verdict's.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from xcompat import jsonio
-from xcompat.errors import InputError, UsageError
+from xcompat.errors import InputError, UsageError, VerificationError
 from xcompat.log import get_logger
 from xcompat.model import runner_arch, runner_platform
 from xcompat.pipeline.local import (
@@ -24,6 +31,10 @@ from xcompat.pipeline.local import (
 from xcompat.resources import data_dir
 
 RUN_VERSION = 1
+# Stages whose own command writes a stage result, and where.
+RESULT_OF_STAGE = {"build": "wheels/build.json", "probe": "probe.json", "kernels": "kernels.json",
+                   "test": "test.json", "abi": "abi.json", "coverage": "coverage/coverage.json"}
+PER_CELL = frozenset({"build", "probe", "kernels", "test", "coverage"})
 
 
 def _bundled_sample() -> tuple[Path, Path]:
@@ -31,36 +42,68 @@ def _bundled_sample() -> tuple[Path, Path]:
     return examples / "sample-ext-v2", examples / "sample-ext"
 
 
-def resolve_config(args: argparse.Namespace) -> RunConfig:
+def _is_project(path: Path) -> bool:
+    return (path / "pyproject.toml").is_file() or (path / "setup.py").is_file()
+
+
+def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> RunConfig:
+    """Read the matrix once and resolve the settings once; refuse what cannot run."""
+    from xcompat.matrix import load_matrix, read_matrix_bytes
+    from xcompat.settings import is_ci, resolve_settings
+    from xcompat.settings.project import project_facts
+
+    env = os.environ if env is None else env
+    log = get_logger()
     head, release = _bundled_sample()
-    project = (args.project or head).resolve()
-    if not (project / "pyproject.toml").is_file() and not (project / "setup.py").is_file():
+    demo = args.project is None
+    project = (head if demo else args.project).resolve()
+    if not _is_project(project):
         raise UsageError(f"{project} is not a Python project (no pyproject.toml or setup.py)",
                          hint="pass the folder that holds your pyproject.toml")
     matrix = args.matrix
     if matrix is None:
-        own = project / ".xcompat" / "matrix.yml"
-        matrix = own if own.is_file() else release / ".xcompat" / "matrix.yml"
+        # The demo (no PROJECT given) uses the bundled sample's signed matrix; a project
+        # always uses its own, never the sample's.
+        matrix = release / ".xcompat" / "matrix.yml" if demo else project / ".xcompat" / "matrix.yml"
+        if not matrix.is_file():
+            raise UsageError(f"{project} has no .xcompat/matrix.yml",
+                             hint=f"write a starter matrix with: xcompat matrix init {args.project}")
     matrix = matrix.resolve()
-    if not matrix.is_file():
-        raise InputError("matrix file not found", file=matrix,
-                         hint="write .xcompat/matrix.yml (see docs/matrix.md) or pass --matrix")
-    signers = (args.allowed_signers or matrix.parent / "allowed_signers").resolve()
-    if not signers.is_file():
+    raw = read_matrix_bytes(matrix)
+    loaded = load_matrix(raw, source=str(matrix))
+    signature = matrix.with_name(matrix.name + ".sig")
+    signed = signature.is_file()
+    if not signed:
+        if is_ci(env):
+            raise VerificationError(
+                "the matrix is not signed; CI runs only a signed matrix", file=matrix,
+                hint=f"sign it: xcompat matrix sign {matrix} --key ~/.ssh/id_ecdsa",
+            )
+        log.warning(f"{matrix} is not signed: running it locally; the report says 'unsigned' and CI will refuse it")
+    signers = args.allowed_signers or matrix.parent / "allowed_signers"
+    signers = signers.resolve()
+    if signed and not signers.is_file():
         raise InputError("allowed_signers not found", file=signers, hint="pass --allowed-signers PATH")
+    overrides = {
+        "tests.timeout": args.timeout,
+        "tests.isolation": args.isolate,
+        "tests.pytest-args": list(args.pytest_args) if getattr(args, "pytest_args", None) else None,
+    }
+    settings = resolve_settings(loaded, overrides, env=env, signed=signed)
     baseline = args.baseline
-    if baseline is None and args.project is None:
+    if baseline is None and demo:
         baseline = release
     return RunConfig(
         project=project,
         matrix=matrix,
-        allowed_signers=signers,
+        allowed_signers=signers if signers.is_file() else None,
         baseline=baseline.resolve() if baseline is not None else None,
         out=args.out,
         backend=args.backend,
-        isolate=args.isolate,
-        timeout=args.timeout,
         coverage=not args.no_coverage,
+        settings=settings,
+        facts=project_facts(project),
+        signed=signed,
     )
 
 
@@ -68,8 +111,11 @@ class Stages:
     """The stages of a local run. Each returns a StageResult; none raises for a stage failure."""
 
     def __init__(self, pipe: LocalPipeline) -> None:
+        from xcompat.settings import defaults_settings
+
         self.pipe = pipe
         self.cfg = pipe.config
+        self.settings = self.cfg.settings or defaults_settings()
         self.cell_id: str | None = None
         self.cells: list[dict[str, Any]] = []
         self.wheels: list[Path] = []
@@ -78,9 +124,19 @@ class Stages:
     # 1. signature
     def verify(self) -> StageResult:
         p = self.pipe
-        return p.run_command("verify", p.xcompat(
+        if not self.cfg.signed or self.cfg.allowed_signers is None:
+            return StageResult(name="verify", status="skipped",
+                               detail="unsigned matrix: not verified (a local run only; CI refuses it)")
+        result = p.run_command("verify", p.xcompat(
             "matrix", "verify", self.cfg.matrix, "--allowed-signers", self.cfg.allowed_signers,
             "--json", p.path("verify.json")), outputs=[p.path("verify.json")])
+        if result.status == "passed":
+            verified = (load_json(p.path("verify.json")) or {}).get("sha256")
+            if verified != self.settings.matrix_sha256:
+                result.status = "error"
+                result.detail = (f"the matrix changed while the run read it (verified sha256 {verified}, "
+                                 f"settings from {self.settings.matrix_sha256})")
+        return result
 
     # 2. plan: the cells this machine can serve
     def plan(self) -> StageResult:
@@ -90,8 +146,11 @@ class Stages:
         system, arch = runner_platform(), runner_arch()
         backends = available_backends()
         full = p.path("plan.full.json")
-        argv: list[str | os.PathLike[str]] = ["matrix", "plan", self.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
-                "--python", python_tag(), "-o", full]
+        argv: list[str | os.PathLike[str]] = [
+            "matrix", "plan", self.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
+            "--python", python_tag(), "-o", full]
+        if self.settings.matrix_sha256:
+            argv += ["--expect-sha256", self.settings.matrix_sha256]
         for b in backends:
             argv += ["--backend", b]
         result = p.run_command("plan", p.xcompat(*argv), outputs=[full])
@@ -121,8 +180,8 @@ class Stages:
     def build(self) -> StageResult:
         p = self.pipe
         out = p.path("wheels")
-        result = p.run_command("build", p.xcompat(
-            "build", self.cfg.project, "--backend", "native", "--out", out), outputs=[out / "build.json"])
+        result = p.run_command("build", p.xcompat("build", self.cfg.project, "--backend", "native", "--out", out),
+                               outputs=[out / "build.json"])
         self.wheels = sorted(out.glob("*.whl"))
         if result.status == "passed" and not self.wheels:
             result.status, result.detail = "error", "the build produced no wheel"
@@ -132,8 +191,10 @@ class Stages:
         p = self.pipe
         base = self.cfg.baseline
         if base is None:
-            return StageResult(name="baseline", status="skipped", detail="no baseline given (--baseline)")
-        if base.is_dir() and ((base / "pyproject.toml").is_file() or (base / "setup.py").is_file()):
+            return StageResult(name="baseline", status="skipped",
+                               detail=f"no --baseline given (abi.baseline: {self.settings.abi.baseline} is "
+                               "what CI diffs against)")
+        if base.is_dir() and _is_project(base):
             out = p.path("baseline")
             return p.run_command("baseline", p.xcompat(
                 "build", base, "--backend", "native", "--out", out), outputs=[out / "build.json"])
@@ -145,7 +206,7 @@ class Stages:
         base = self.cfg.baseline
         if base is None:
             return None
-        if base.is_dir() and ((base / "pyproject.toml").is_file() or (base / "setup.py").is_file()):
+        if base.is_dir() and _is_project(base):
             return self.pipe.path("baseline")
         return base
 
@@ -159,10 +220,19 @@ class Stages:
             argv += ["--wheel", self.wheels[0]]
         return p.run_command("probe", p.xcompat(*argv), outputs=[p.path("probe.json")])
 
-    # 5. conformance kernels, through the fallback chain
+    # 5. conformance kernels, through the fallback chain: only when the settings require them
     def kernels(self) -> StageResult:
+        from xcompat.results.required import kernels_requirement
+
+        requirement = kernels_requirement(self.settings, self.cfg.facts)
+        if not requirement.required:
+            return StageResult(name="kernels", status="skipped", detail=f"not required: {requirement.reason}")
         p = self.pipe
-        argv: list[str | os.PathLike[str]] = ["kernels", "run", "--backend", self.cfg.backend, "--json", p.path("kernels.json")]
+        argv: list[str | os.PathLike[str]] = ["kernels", "run", "--backend", self.cfg.backend,
+                                              "--json", p.path("kernels.json")]
+        if self.settings.tests.kernels != "all":
+            for name in self.settings.tests.kernels:
+                argv += ["--kernel", name]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
             backend = next((c["backend"] for c in self.cells if c["id"] == self.cell_id), None)
@@ -188,23 +258,50 @@ class Stages:
         existing = os.environ.get("PYTHONPATH")
         return {"PYTHONPATH": str(site) + (os.pathsep + existing if existing else "")}
 
+    def test_targets(self) -> tuple[list[str], list[str]] | StageResult:
+        """(targets, pytest args) from ``tests.pytest`` / ``tests.pytest-args``, or why not."""
+        t = self.settings.tests
+        if not t.pytest_paths:
+            return StageResult(name="test", status="skipped", detail="not required: tests.pytest is empty")
+        args = list(t.pytest_args)
+        if "--pyargs" in args:
+            # module names, imported from the installed wheel
+            return list(t.pytest_paths), args
+        targets = []
+        for rel in t.pytest_paths:
+            path = (self.cfg.project / rel).resolve()
+            if not path.exists():
+                return StageResult(
+                    name="test", status="failed",
+                    detail=f"tests.pytest names {rel}, and {path} does not exist (tests inside the package: "
+                    "tests.pytest: [PKG.tests] with tests.pytest-args: [--pyargs]; see xcompat matrix init)")
+            targets.append(str(path))
+        return targets, args
+
     # 6. the project's own tests against the installed wheel, each isolated
     def test(self) -> StageResult:
         p = self.pipe
+        found = self.test_targets()
+        if isinstance(found, StageResult):
+            return found
+        targets, pytest_args = found
         site = self._install_site()
         if site is None:
-            return StageResult(name="test", status="skipped", detail="no wheel to test (the build failed)")
-        tests = self.cfg.project / "tests"
-        if not tests.is_dir():
-            return StageResult(name="test", status="skipped", detail=f"{tests} does not exist")
-        argv: list[str | os.PathLike[str]] = ["test", tests, "--isolate", self.cfg.isolate, "--json", p.path("test.json"),
-                "--junit", p.path("junit.xml"), "--timeout", str(self.cfg.timeout)]
+            return StageResult(name="test", status="failed", detail="no wheel to test (the build failed)")
+        t = self.settings.tests
+        argv: list[str | os.PathLike[str]] = [
+            "test", *targets, "--isolate", t.isolation, "--json", p.path("test.json"),
+            "--junit", p.path("junit.xml"), "--timeout", str(t.timeout)]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
+        if pytest_args:
+            argv += ["--", *pytest_args]
+        # From the staging folder: the project's source tree is not on sys.path, so the
+        # installed wheel is what the tests import (in-package tests run with --pyargs).
         return p.run_command("test", p.xcompat(*argv), env=self._env_with_site(site), cwd=p.stage_dir,
                              outputs=[p.path("test.json"), p.path("junit.xml")])
 
-    # 7. ABI diff against the last release
+    # 7. ABI diff against the last release, with the matrix's abi policy
     def abi(self) -> StageResult:
         p = self.pipe
         base = self._baseline_path()
@@ -212,8 +309,11 @@ class Stages:
             return StageResult(name="abi", status="skipped", detail="no baseline to diff against")
         if not self.wheels:
             return StageResult(name="abi", status="skipped", detail="no wheel to diff (the build failed)")
-        argv: list[str | os.PathLike[str]] = ["abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),
-                "--against-version"]
+        policy = p.path("abi-policy.json")
+        jsonio.write_json(policy, self.settings.abi_policy_document())
+        argv: list[str | os.PathLike[str]] = [
+            "abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),
+            "--against-version", "--policy", policy]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
         return p.run_command("abi", p.xcompat(*argv), outputs=[p.path("abi.json")])
@@ -230,7 +330,42 @@ class Stages:
     def report(self) -> StageResult:
         from xcompat.pipeline.report_stage import write_reports
 
+        self.write_stage_envelopes()
         return write_reports(self)
+
+    def write_stage_envelopes(self) -> None:
+        """An envelope for every stage that ran or was skipped without writing its own result.
+
+        So the verdict sees a failed build, a test stage that found no tests, or a kernels
+        stage the settings do not require (skipped, with the reason), exactly as it sees
+        results the stages wrote themselves.
+        """
+        build = load_json(self.pipe.path(RESULT_OF_STAGE["build"])) if self.cell_id else None
+        if isinstance(build, dict) and build.get("cell_id") is None and build.get("status") in ("passed", "failed"):
+            # `xcompat build` on this machine builds for no named cell: its wheel is the run's cell's.
+            jsonio.write_json(self.pipe.path("stages", "build-cell.json"), {
+                "version": 1, "kind": "build", "cell_id": self.cell_id, "status": build["status"],
+                "summary": f"the wheel built on this machine ({RESULT_OF_STAGE['build']}): {build.get('summary', '')}",
+            })
+        for result in self.pipe.results:
+            own = RESULT_OF_STAGE.get(result.name)
+            if own is not None and self.pipe.path(own).is_file():
+                continue
+            if result.status == "passed" and own is None:
+                continue
+            if result.name == "baseline" and result.status == "skipped":
+                continue
+            kind = result.name if own is not None else "pipeline"
+            status = {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(result.status, "failed")
+            summary = result.detail or f"{result.name} {result.status}"
+            if kind == "pipeline":
+                summary = f"{result.name}: {summary}"
+            cell = self.cell_id if kind in PER_CELL else None
+            if kind == "abi" and result.status == "skipped":
+                cell = None
+            document = {"version": 1, "kind": kind, "cell_id": cell, "status": status, "summary": summary,
+                        "stage": result.name, "log": result.log}
+            jsonio.write_json(self.pipe.path("stages", f"{result.name}.json"), document)
 
 
 def _installed_frameworks() -> dict[str, str]:
@@ -291,7 +426,7 @@ def run_pipeline(config: RunConfig) -> int:
     pipe = LocalPipeline(config, log)
     stages = Stages(pipe)
     log.info(f"xcompat run: {config.project}")
-    log.info(f"  matrix {config.matrix}")
+    log.info(f"  matrix {config.matrix}" + ("" if config.signed else " (unsigned)"))
     if config.baseline:
         log.info(f"  ABI baseline {config.baseline}")
     start = time.monotonic()
@@ -320,16 +455,23 @@ def run_pipeline(config: RunConfig) -> int:
     jsonio.write_json(pipe.path("run.json"), summary, schema="run")
     out = pipe.publish()
     _print_summary(log, out, results, stages, elapsed)
-    verdict = _verdict(out)
-    failed = [r for r in results if r.status in ("failed", "error")]
-    return 1 if failed or verdict == "failed" else 0
+    return exit_code(results, getattr(stages, "report_object", None), log)
 
 
-def _verdict(out: Path) -> str | None:
-    try:
-        return json.loads((out / "report.json").read_text()).get("conclusion")
-    except (OSError, ValueError, AttributeError):
-        return None
+def exit_code(results: list[StageResult], report: Any, log: Any = None) -> int:
+    """0 only when the report (the one verdict) is green and it was written; 1 otherwise."""
+    report_stage = next((r for r in results if r.name == "report"), None)
+    if report is None or report_stage is None or report_stage.status != "passed":
+        if log is not None:
+            log.error("the report could not be written: the run is not green")
+        return 1
+    if report.conclusion != "success":
+        if log is not None:
+            log.error(f"report is red: {report.headline}")
+            for problem in report.problems[:10]:
+                log.error(f"  {problem}")
+        return 1
+    return 0
 
 
 def _print_summary(log: Any, out: Path, results: list[StageResult], stages: Stages, elapsed: float) -> None:

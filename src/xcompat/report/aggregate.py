@@ -217,7 +217,7 @@ def build_report(
     from xcompat.settings import settings_from_plan
 
     all_results = _as_results(results)
-    if settings is None and plan is not None and isinstance(plan.get("settings"), dict) and plan["settings"]:
+    if settings is None and plan is not None and isinstance(plan.get("settings"), dict):
         settings = settings_from_plan(dict(plan), source="<plan>")
     plan_cells = None
     if plan is not None:

@@ -240,8 +240,10 @@ def build_cells(result: StageResult) -> list[BuildCell]:
         path = f"$.cells[{i}]"
         item = _obj(result, raw, path)
         cid, status = item.get("id"), item.get("status")
-        if not isinstance(cid, str) or not cid or status not in STAGE_STATUSES:
-            raise InputError(f"{path}: needs a string 'id' and a known 'status'", file=result.source)
+        if (cid is not None and (not isinstance(cid, str) or not cid)) or status not in STAGE_STATUSES:
+            raise InputError(f"{path}: needs a string (or null) 'id' and a known 'status'", file=result.source)
+        if cid is None:  # a build for no matrix cell (xcompat build without a plan): the document's own
+            continue
         wheels = item.get("wheels") or []
         if not isinstance(wheels, list) or not all(isinstance(w, str) for w in wheels):
             raise _fail(result, f"{path}.wheels", "a list of file names", wheels)

@@ -9,8 +9,9 @@
   ``probe``, ``coverage`` and ``abi`` never are, ``kernels`` is not when the matrix sets
   ``tests.kernels: none`` or the project does not use torch (``required_stages``);
 * a required cell (``is_required``) that is not ``passed`` makes the verdict red, and so
-  does a required stage kind without a result (the gate's ``--require-kind``, or every
-  required stage when the project is known, as in ``xcompat run``);
+  does a required stage kind without a result: the gate's ``--require-kind``; ``test``
+  whenever the settings are known (a plan carries them) and ``tests.pytest`` is not
+  empty; every required stage when the project is known, as in ``xcompat run``;
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
   a fallback.
 """
@@ -147,6 +148,9 @@ def judge(
         needed = list(dict.fromkeys(require_kinds))
         if project is not None and project.uses_torch is not None:
             needed += [k for k, req in requirements.items() if req.required and k not in needed]
+        elif settings is not None and requirements["test"].required and "test" not in needed:
+            # The settings say the cell runs tests: a cell whose tests never reported is not green.
+            needed.append("test")
         have = {s.result.kind for s in stages if s.counted or s.result.status != "skipped"}
         lacking = [k for k in needed if k not in have]
         if items and status == "passed" and lacking:

@@ -232,10 +232,10 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     raw = document.get("settings")
     _expect(isinstance(raw, dict), "$.settings", "an object (tests, abi, coverage, gate)", raw, source)
     d = defaults()
-    t = raw.get("tests") or {}
-    a = raw.get("abi") or {}
-    c = raw.get("coverage") or {}
-    g = raw.get("gate") or {}
+    t = raw.get("tests", {})
+    a = raw.get("abi", {})
+    c = raw.get("coverage", {})
+    g = raw.get("gate", {})
     for name, part in (("tests", t), ("abi", a), ("coverage", c), ("gate", g)):
         _expect(isinstance(part, dict), f"$.settings.{name}", "an object", part, source)
     kernels = t.get("kernels", d["tests.kernels"])

@@ -267,3 +267,24 @@ def test_size_growth_under_a_new_version_script_is_reported_once_by_base_name(tm
     got = sorted((f.kind, f.symbol, f.old, f.new) for f in doc.findings)
     assert got == [("object_size_changed", "tls_s", 8, 16), ("symbol_versioning_added", None, None, None)]
     assert "thread-local" in next(f.detail for f in doc.findings if f.kind == "object_size_changed")
+
+
+def test_build_audit_and_abi_diff_read_the_same_absolute_runpath(tmp_path: Path):
+    """One ELF reader: the build audit sees the leaked absolute RUNPATH ``abi diff`` flags."""
+    from tests.helpers.abi import make_wheel
+
+    from xcompat.build.audit import absolute_search_paths, policy_symbols
+
+    clean = _build_lib(Lib("int f(void) { return 1; }\n"), tmp_path / "clean", "libtoy.so.1")
+    leaky = _build_lib(Lib("#include <stdio.h>\nint f(void) { return puts(\"f\"); }\n",
+                           flags=("-O2", "-Wl,-rpath,/home/builder/leak")),
+                       tmp_path / "leaky", "libtoy.so.1")
+    old = make_wheel(tmp_path / "w1", version="1.0.0", files={"demo/libtoy.so.1": clean})
+    new = make_wheel(tmp_path / "w2", version="1.0.1", files={"demo/libtoy.so.1": leaky})
+    assert absolute_search_paths(old) == {}
+    assert absolute_search_paths(new) == {"demo/libtoy.so.1": ["/home/builder/leak"]}
+    doc = diff_paths(old, new, python_api="off", torch_ops="off", parallel=False)
+    assert [(f.kind, f.new) for f in doc.findings if f.kind == "rpath_absolute_added"] == [
+        ("rpath_absolute_added", "/home/builder/leak")]
+    set_by = policy_symbols(new, "manylinux_2_17_x86_64")
+    assert set_by and all(s["library"] == "libc.so.6" for s in set_by)

@@ -37,6 +37,14 @@ def test_mixed_results_every_status_is_distinct():
     assert report.coverage.diff_threshold == 80.0
 
 
+def test_required_cell_whose_tests_never_reported_is_red():
+    # The plan's settings say every cell runs tests: a build alone is not a passing cell.
+    a = make_cell()
+    report = build_report([stage_result("build", a.id)], make_plan([a]))
+    assert _status(report, a.id) == "missing" and report.conclusion == "failure"
+    assert "no test result" in report.cells[0].reason
+
+
 def test_required_cell_without_result_is_missing_and_red():
     a, b = make_cell("3.12"), make_cell("3.13")
     report = build_report([make_test_result(a.id, [make_test("t.py::x")])], make_plan([a, b]))
@@ -89,14 +97,16 @@ def test_cell_from_unparseable_id_still_renders():
 
 def test_results_for_unplanned_cells_warn_and_do_not_gate():
     a = make_cell()
-    report = build_report([stage_result("build", a.id), stage_result("build", "py3.9-linux-x86_64-cpu", "failed")], make_plan([a]))
+    report = build_report([stage_result("build", a.id), make_test_result(a.id, [make_test("t.py::x")]),
+                           stage_result("build", "py3.9-linux-x86_64-cpu", "failed")], make_plan([a]))
     assert report.conclusion == "success"
     assert any("plan does not list" in w for w in report.warnings)
 
 
 def test_unknown_kind_and_fields_render_generically():
     a = make_cell()
-    results = [stage_result("build", a.id), stage_result("fuzz", a.id, "passed", "12 inputs", extra={"x": [1, {"y": None}]})]
+    results = [stage_result("build", a.id), make_test_result(a.id, [make_test("t.py::x")]),
+               stage_result("fuzz", a.id, "passed", "12 inputs", extra={"x": [1, {"y": None}]})]
     report = build_report(results, make_plan([a]))
     assert [r.kind for r in report.other] == ["fuzz"]
     assert report.conclusion == "success"

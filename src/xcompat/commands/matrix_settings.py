@@ -1,0 +1,103 @@
+"""``xcompat matrix settings``: the resolved settings of one cell, for CI jobs.
+
+``--format env`` prints ``XCOMPAT_TESTS_TIMEOUT=120`` lines (lists and mappings
+JSON-encoded) for ``$GITHUB_ENV`` or a GitLab dotenv report; ``--format json`` prints the
+settings document. In CI (``CI=true``) the settings come only from the verified matrix:
+the plan artifact (``--plan``, checked against ``--expect-sha256`` when given) or the
+matrix file with ``--expect-sha256`` (the hash ``matrix verify`` printed). A pull
+request's own copy of the matrix is never read on trust.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cell", metavar="ID", help="the plan cell whose settings to print (must be in the plan)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--plan", type=Path, metavar="PLAN_JSON",
+                        help="plan written by `xcompat matrix plan --format json` (what CI jobs use)")
+    source.add_argument("--matrix", type=Path, metavar="FILE",
+                        help="matrix file (default .xcompat/matrix.yml); in CI only with --expect-sha256")
+    parser.add_argument("--expect-sha256", metavar="HEX",
+                        help="refuse (exit 3) unless the matrix the settings come from has this SHA-256")
+    parser.add_argument("--format", choices=("env", "json"), default="env", help="output format (default: env)")
+    parser.add_argument("--project", type=Path, metavar="DIR",
+                        help="project folder: adds whether each stage is required for it (kernels need torch)")
+    parser.epilog = ("Exit codes: 0 printed, 2 unreadable plan/matrix or unknown cell, "
+                     "3 the sha256 does not match, or CI without a verified source.")
+
+
+def execute(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import sys
+
+    from xcompat.errors import InputError, VerificationError
+    from xcompat.jsonio import read_json
+    from xcompat.matrix import load_matrix
+    from xcompat.matrix.plan import expand
+    from xcompat.model import Cell
+    from xcompat.results.required import required_stages
+    from xcompat.settings import is_ci, resolve_settings, settings_from_plan
+    from xcompat.settings.project import project_facts
+
+    env = os.environ
+    expect = args.expect_sha256.lower() if args.expect_sha256 else None
+    cells: list[Cell] = []
+    if args.plan is not None:
+        document = read_json(args.plan)
+        settings = settings_from_plan(document, source=str(args.plan))
+        if is_ci(env) and settings.matrix_sha256 is None:
+            raise VerificationError("in CI the plan must carry matrix_sha256 (the verified matrix it was made from)",
+                                    file=args.plan)
+        for index, raw in enumerate(document.get("cells") or []):
+            try:
+                cells.append(Cell.from_dict(raw))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise InputError(f"$.cells[{index}]: not a plan cell", file=args.plan) from None
+        where = args.plan
+    else:
+        path = args.matrix or Path(".xcompat/matrix.yml")
+        if is_ci(env) and expect is None:
+            raise VerificationError(
+                "in CI the settings come only from the verified matrix: pass --plan PLAN_JSON, or "
+                "--expect-sha256 HEX with the hash `xcompat matrix verify` printed",
+                file=path,
+            )
+        matrix = load_matrix(path)
+        settings = resolve_settings(matrix, env=env)
+        cells = expand(matrix)
+        where = path
+    if expect is not None and settings.matrix_sha256 != expect:
+        raise VerificationError(
+            f"settings of matrix sha256 {settings.matrix_sha256}, expected {expect} (the verified matrix)",
+            file=where,
+        )
+    document_out = settings.to_dict()
+    env_lines = settings.to_env()
+    if args.cell is not None:
+        cell = next((c for c in cells if c.id == args.cell), None)
+        if cell is None:
+            raise InputError(f"cell {args.cell!r} is not in the plan", file=where,
+                             hint="cell ids: xcompat matrix plan FILE --format json")
+        facts = project_facts(args.project) if args.project is not None else None
+        stages = required_stages(cell, settings, facts)
+        document_out["cell"] = {"id": cell.id, "backend": cell.backend, "required": cell.required}
+        document_out["stages"] = {kind: {"required": req.required, "reason": req.reason}
+                                  for kind, req in stages.items()}
+        from xcompat.results.required import is_required
+
+        env_lines += [
+            f"XCOMPAT_CELL={cell.id}",
+            f"XCOMPAT_CELL_REQUIRED={'true' if is_required(cell, settings) else 'false'}",
+            "XCOMPAT_REQUIRED_STAGES=" + json.dumps(sorted(k for k, r in stages.items() if r.required),
+                                                    separators=(",", ":")),
+        ]
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document_out, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write("".join(line + "\n" for line in env_lines))
+    return 0

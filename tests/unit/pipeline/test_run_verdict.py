@@ -1,0 +1,180 @@
+"""``xcompat run``: settings resolved once, every stage visible to the one verdict, exit code from it."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xcompat.errors import VerificationError
+from xcompat.log import Logger
+from xcompat.pipeline.local import LocalPipeline, RunConfig, StageResult
+from xcompat.pipeline.runner import Stages, exit_code, resolve_config
+from xcompat.report.folder import report_from_folder
+from xcompat.resources import data_dir
+from xcompat.settings import ProjectFacts, defaults_settings
+
+SAMPLE = data_dir("examples") / "sample-ext"
+NO_TORCH = ProjectFacts(name="tiny", uses_torch=False, torch_evidence="no torch in Requires-Dist or build requirements")
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    from xcompat.commands import run
+
+    parser = argparse.ArgumentParser()
+    run.configure_parser(parser)
+    return parser.parse_args(argv)
+
+
+def _project(tmp_path: Path, matrix: str | None = None) -> Path:
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "1.0"\nrequires-python = ">=3.10"\n')
+    if matrix is not None:
+        (project / ".xcompat").mkdir()
+        (project / ".xcompat" / "matrix.yml").write_text(matrix)
+    return project
+
+
+MATRIX = """xcompat: 1
+repo: acme/proj
+serial: 1
+python: ["3.11"]
+platforms: {linux: {archs: [x86_64]}}
+backends: {cpu: {required: true}}
+tests: {timeout: 45, isolation: file}
+"""
+
+
+def test_project_without_a_matrix_is_a_one_line_error_not_the_sample(tmp_path: Path):
+    project = _project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    proc = subprocess.run([sys.executable, "-m", "xcompat", "run", str(project), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "has no .xcompat/matrix.yml" in lines[0] and "xcompat matrix init" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_options_are_unset_by_default_and_the_matrix_wins(tmp_path: Path):
+    project = _project(tmp_path, MATRIX)
+    args = _args([str(project)])
+    assert args.timeout is None and args.isolate is None
+    cfg = resolve_config(args, env={})
+    assert cfg.settings is not None
+    assert cfg.settings.tests.timeout == 45.0 and cfg.settings.tests.isolation == "file"
+    assert cfg.signed is False and cfg.facts is not None and cfg.facts.uses_torch is False
+    given = resolve_config(_args([str(project), "--timeout", "7"]), env={})
+    assert given.settings is not None and given.settings.tests.timeout == 7.0
+    assert given.settings.overridden == ("tests.timeout",)
+
+
+def test_unsigned_matrix_runs_locally_and_is_refused_in_ci(tmp_path: Path):
+    project = _project(tmp_path, MATRIX)
+    assert resolve_config(_args([str(project)]), env={}).signed is False
+    with pytest.raises(VerificationError, match="not signed"):
+        resolve_config(_args([str(project)]), env={"CI": "true"})
+
+
+def test_the_demo_uses_the_sample_matrix_and_its_signed_settings():
+    cfg = resolve_config(_args([]), env={})
+    assert cfg.matrix == (SAMPLE / ".xcompat" / "matrix.yml").resolve()
+    assert cfg.signed is True and cfg.settings is not None
+    assert cfg.settings.tests.timeout == 120.0
+    assert dict(cfg.settings.abi.bumps) == {"glibc_floor_raised": "minor"}
+
+
+class _Report:
+    def __init__(self, conclusion: str) -> None:
+        self.conclusion = conclusion
+        self.headline = conclusion
+        self.problems = ("py3.11-linux-x86_64-cpu: failed (test failed)",)
+
+
+def test_exit_code_is_the_reports_verdict_even_when_every_stage_passed():
+    # Old code compared the conclusion with "failed", a value the report never writes: exit 0 on red.
+    stages = [StageResult(name=n, status="passed") for n in ("verify", "build", "test", "report")]
+    assert exit_code(stages, _Report("failure")) == 1
+    assert exit_code(stages, _Report("neutral")) == 1
+    assert exit_code(stages, _Report("success")) == 0
+    assert exit_code(stages, None) == 1
+
+
+def _stages(tmp_path: Path, facts: ProjectFacts | None = NO_TORCH, settings=None) -> Stages:
+    project = _project(tmp_path)
+    cfg = RunConfig(project=project, matrix=tmp_path / "m.yml", allowed_signers=None, baseline=None,
+                    out=tmp_path / "out", settings=settings or defaults_settings(required_backends=("cpu",)),
+                    facts=facts, signed=False)
+    pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()))
+    pipe.stage_dir.mkdir(parents=True)
+    stages = Stages(pipe)
+    stages.cell_id = "py3.11-linux-x86_64-cpu"
+    return stages
+
+
+def test_kernels_are_not_run_for_a_project_without_torch(tmp_path: Path):
+    stages = _stages(tmp_path)
+    result = stages.kernels()
+    assert result.status == "skipped" and "does not use torch" in result.detail
+    assert not stages.pipe.path("logs").exists()  # no command ran
+
+
+def test_a_failed_stage_without_its_own_result_turns_the_report_red(tmp_path: Path):
+    stages = _stages(tmp_path, facts=ProjectFacts(name="ops", uses_torch=True, torch_evidence="deps"))
+    stages.pipe.results.extend([
+        StageResult(name="build", status="passed"),
+        StageResult(name="kernels", status="failed", detail="exit 1: ModuleNotFoundError: No module named 'torch'"),
+        StageResult(name="test", status="failed", detail="exit 2: no tests were collected from tests"),
+    ])
+    stages.write_stage_envelopes()
+    (stages.pipe.path("settings.json")).write_text(__import__("json").dumps(
+        {**stages.settings.to_dict(), "project": stages.cfg.facts.to_dict()}))
+    _, report = report_from_folder(stages.pipe.stage_dir)
+    assert report.conclusion == "failure"
+    text = "\n".join(report.problems)
+    assert "kernels failed" in text or "No module named 'torch'" in text
+    assert any(f.kind == "test" and "no tests were collected" in f.message for f in report.failures)
+
+
+def test_test_targets_are_relative_to_the_project_and_a_missing_one_fails(tmp_path: Path):
+    from xcompat.settings import apply_overrides
+
+    stages = _stages(tmp_path)
+    targets, args = stages.test_targets()  # type: ignore[misc]
+    assert targets == [str((stages.cfg.project / "tests").resolve())] and args == []
+    stages.settings = apply_overrides(stages.settings, {"tests.pytest": ["missing"]}, {})
+    result = stages.test_targets()
+    assert isinstance(result, StageResult) and result.status == "failed" and "does not exist" in result.detail
+    stages.settings = apply_overrides(stages.settings, {"tests.pytest": ["proj.tests"],
+                                                        "tests.pytest-args": ["--pyargs"]}, {})
+    assert stages.test_targets() == (["proj.tests"], ["--pyargs"])
+
+
+def test_the_abi_stage_applies_the_signed_bumps(tmp_path: Path):
+    from xcompat.abi.rules import make_policy
+
+    cfg = resolve_config(_args([]), env={})
+    assert cfg.settings is not None
+    policy = make_policy(cfg.settings.abi_policy_document(), source="matrix abi:")
+    assert policy.rules["glibc_floor_raised"] == "minor"
+    stages = _stages(tmp_path, settings=cfg.settings)
+    stages.wheels = [tmp_path / "x.whl"]
+    (tmp_path / "base.whl").write_bytes(b"")
+    stages.cfg = RunConfig(**{**stages.cfg.__dict__, "baseline": tmp_path / "base.whl"})
+    seen: list[list[str]] = []
+
+    def capture(name, argv, **kwargs):  # records the command line; the ABI diff itself is tested in tests/*/abi
+        seen.append(list(argv))
+        return StageResult(name=name, status="passed")
+
+    stages.pipe.run_command = capture  # type: ignore[method-assign]
+    stages.abi()
+    argv = seen[0]
+    policy_file = Path(argv[argv.index("--policy") + 1])
+    assert make_policy(__import__("json").loads(policy_file.read_text())).rules["glibc_floor_raised"] == "minor"
