@@ -68,18 +68,80 @@ def write_json(path: str | Path, document: Any, *, schema: str | None = None) ->
 
 
 def read_json(path: str | Path, *, schema: str | None = None) -> Any:
-    """Read a JSON file; malformed or truncated files raise InputError naming file, line and column."""
+    """Read a JSON file; malformed, truncated or oversized files raise InputError naming file, line and column.
+
+    The read is bounded (``xcompat.limits``): regular files only, at most ``json_bytes``,
+    nesting at most ``json_depth``, integers of at most ``json_int_digits`` digits, and no
+    ``NaN``/``Infinity`` (not JSON, and a NaN compares false with every threshold).
+    """
+    from xcompat.limits import LIMITS, read_bounded_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", file=path) from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno) from None
+    text = read_bounded_text(path, what="JSON file", limit=LIMITS.json_bytes)
+    document = loads_bounded(text, source=path)
     if schema is not None:
         validate(schema, document, source=str(path))
     return document
+
+
+def loads_bounded(text: str | bytes, *, source: str | Path) -> Any:
+    """``json.loads`` for untrusted text, within the depth and number limits of ``xcompat.limits``."""
+    from xcompat.limits import LIMITS
+
+    def parse_constant(token: str) -> Any:
+        raise InputError(f"{token} is not valid JSON", file=source, hint="write numbers as finite decimals")
+
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=source) from None
+    if len(text) > LIMITS.json_bytes:
+        raise InputError(f"JSON text of {len(text)} characters is over the limit of {LIMITS.json_bytes}", file=source)
+    try:
+        # Integers longer than the interpreter's int-string limit (4300 digits, the default of
+        # LIMITS.json_int_digits) raise ValueError below; an overflowing float becomes inf and is
+        # caught by the walk after parsing.
+        document = json.loads(text, parse_constant=parse_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=source, line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise InputError(f"JSON nested deeper than the limit of {LIMITS.json_depth} levels", file=source) from None
+    except ValueError as exc:  # an integer string beyond the interpreter's own limit
+        if "integer string conversion" in str(exc):
+            raise InputError(f"an integer is longer than the limit of {LIMITS.json_int_digits} digits",
+                             file=source) from None
+        raise InputError(f"invalid JSON: {exc}", file=source) from None
+    problem = _out_of_bounds(document, LIMITS.json_depth, LIMITS.json_int_digits)
+    if problem:
+        raise InputError(problem, file=source)
+    return document
+
+
+def _out_of_bounds(document: Any, depth_limit: int, digit_limit: int) -> str | None:
+    """Why ``document`` breaks a limit (nesting, integer length, non-finite number), else None.
+
+    Iterative, so a deep document cannot exhaust the interpreter's recursion limit here.
+    Integer length is left to the parser when the interpreter's own int-string limit is at
+    least as strict (CPython 3.10.7+ and 3.11: 4300 digits by default).
+    """
+    import sys
+
+    interpreter_limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    biggest = 10**digit_limit if not 0 < interpreter_limit <= digit_limit else None
+    inf = float("inf")
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > depth_limit:
+            return f"JSON nested deeper than the limit of {depth_limit} levels"
+        for value in node.values() if isinstance(node, dict) else node if isinstance(node, list) else (node,):
+            kind = type(value)
+            if kind is dict or kind is list:
+                stack.append((value, depth + 1))
+            elif kind is float:
+                if value != value or value == inf or value == -inf:
+                    return "a number is out of range (it overflows to infinity)"
+            elif kind is int and biggest is not None and not -biggest < value < biggest:
+                return f"an integer is longer than the limit of {digit_limit} digits"
+    return None
