@@ -42,6 +42,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-check-run", action="store_true", help="do not create a check run")
     parser.add_argument("--no-comment", action="store_true", help="do not post or update the PR comment / MR note")
     parser.add_argument(
+        "--comment-mode",
+        choices=("always", "on-failure", "on-change", "off"),
+        default="always",
+        help="when to post or update the PR comment / MR note (default: always; --no-comment is off)",
+    )
+    parser.add_argument(
+        "--max-annotations",
+        type=int,
+        metavar="N",
+        default=None,
+        help="at most N check-run annotations, most important first (default: 1000, GitHub's cap; 0: none)",
+    )
+    parser.add_argument("--badge-dir", metavar="DIR", help="also write badge.json and badge.svg there (bundles always have them)")
+    parser.add_argument(
         "--on-post-failure",
         choices=("fail", "warn"),
         default="warn",
@@ -114,10 +128,18 @@ def execute(args: argparse.Namespace) -> int:
     elif not (args.github or args.gitlab):
         print(rendered, end="" if rendered.endswith("\n") else "\n")
 
+    from xcompat.report.badge import write_badge
+
+    from xcompat.forges.comment_mode import parse_mode
+
+    comment_mode = parse_mode("off" if args.no_comment else args.comment_mode)
+    urls: dict[str, str | None] = {}
+    badge_paths = write_badge(report, args.badge_dir) if args.badge_dir else None
     failed_posts: list[str] = []
     if args.github or args.gitlab:
         bundle_dir = Path(args.bundle_dir)
         _write_bundle(bundle_dir, loaded, report)
+        badge_paths = write_badge(report, bundle_dir)
         log.info(f"wrote the report bundle to {bundle_dir}/ (report.json, report.md, report.html, results/)")
     if github_ctx is not None:
         from xcompat.forges.github import GitHubPublisher, job_summary_budget, summary_markdown
@@ -139,8 +161,11 @@ def execute(args: argparse.Namespace) -> int:
             comment=not args.no_comment,
             check_run=not args.no_check_run,
             comment_key=args.comment_key,
+            comment_mode=comment_mode,
+            max_annotations=args.max_annotations,
         )
         for delivery in outcome.deliveries:
+            urls[delivery.channel] = delivery.url
             text = f"GitHub {delivery.channel}: {delivery.detail}" + (f" ({delivery.url})" if delivery.url else "")
             if delivery.ok:
                 log.info(text)
@@ -154,7 +179,8 @@ def execute(args: argparse.Namespace) -> int:
             lines = "".join(f"> {line}\n" for line in failed_posts)
             if len(lines.encode()) < job_summary_budget(summary_file):
                 log.write_summary("\n" + lines)
-        for failure in report.failures[:10]:
+        step_annotations = 10 if args.max_annotations is None else max(0, min(10, args.max_annotations))
+        for failure in [f for f in report.failures if f.file and f.required][:step_annotations]:
             if failure.file and failure.required:
                 log.error(f"{failure.outcome}: {failure.name} [{failure.cell_id}]", file=failure.file, line=failure.line)
     if args.gitlab:
@@ -162,8 +188,8 @@ def execute(args: argparse.Namespace) -> int:
 
         written = write_artifacts(report, loaded.results, Path(args.bundle_dir))
         log.info("wrote GitLab report artifacts: " + ", ".join(str(p) for p in written))
-        if not args.no_comment:
-            delivery = GitLabPublisher(GitLabContext.from_env(env)).publish(report, key=args.comment_key)
+        if comment_mode != "off":
+            delivery = GitLabPublisher(GitLabContext.from_env(env)).publish(report, key=args.comment_key, mode=comment_mode)
             text = f"GitLab {delivery.channel}: {delivery.detail}"
             if delivery.ok:
                 log.info(text)
@@ -171,6 +197,19 @@ def execute(args: argparse.Namespace) -> int:
                 log.warning(text)
                 failed_posts.append(text)
 
+    if github_ctx is not None:
+        from xcompat.report.step_outputs import step_outputs
+
+        outputs = step_outputs(
+            report,
+            check_run_url=urls.get("check run"),
+            comment_url=urls.get("PR comment"),
+            report_dir=str(args.bundle_dir),
+            badge_json=str(badge_paths[0]) if badge_paths else None,
+            badge_svg=str(badge_paths[1]) if badge_paths else None,
+        )
+        for name, value in outputs.items():
+            log.set_output(name, value)
     if failed_posts and args.on_post_failure == "fail":
         raise ToolError(
             f"{len(failed_posts)} delivery(ies) failed; the report is in the job summary and {args.bundle_dir}/",

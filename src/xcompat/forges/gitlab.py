@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from xcompat.errors import InputError
+from xcompat.forges.comment_mode import CommentMode, decide, digest_line
 from xcompat.forges.github import Delivery
 from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.jsonio import atomic_write_bytes, atomic_write_text, dump_json, validate
@@ -103,9 +104,18 @@ class GitLabPublisher:
         found = self.find_notes(key)
         return found[0] if found else None
 
-    def upsert_note(self, report: Report, *, key: str = "default") -> Delivery:
-        body = render(report, "markdown", "gitlab_note", marker_key=key)
-        for existing in self.find_notes(key):
+    def upsert_note(self, report: Report, *, key: str = "default", mode: CommentMode = "always") -> Delivery:
+        from xcompat.report.channels import Channel, load_limits
+
+        found = self.find_notes(key)
+        decision = decide(mode, report, str(found[0].get("body", "")) if found else None)
+        if not decision.post:
+            return Delivery(channel="MR note", ok=True, detail=f"skipped: {decision.reason}")
+        hidden = digest_line(report)
+        room = load_limits().channel("gitlab_note")
+        channel = Channel(name=room.name, limit=room.limit - len(hidden) - 1, unit=room.unit, source=room.source)
+        body = render(report, "markdown", channel, marker_key=key) + hidden
+        for existing in found:
             try:
                 self.http.json("PUT", f"{self.notes_path}/{existing['id']}", json={"body": body})
                 return Delivery(channel="MR note", ok=True, detail=f"updated on !{self.context.mr_iid}")
@@ -122,7 +132,9 @@ class GitLabPublisher:
                 self.http.json("POST", self.notes_path, json={"body": body})
         return Delivery(channel="MR note", ok=True, detail=f"created on !{self.context.mr_iid}")
 
-    def publish(self, report: Report, *, key: str = "default") -> Delivery:
+    def publish(self, report: Report, *, key: str = "default", mode: CommentMode = "always") -> Delivery:
+        if mode == "off":
+            return Delivery(channel="MR note", ok=True, detail="skipped: comment mode is off")
         problem = self.context.token_problem()
         if problem:
             return Delivery(channel="MR note", ok=False, detail=f"not posted: {problem}")
@@ -131,7 +143,7 @@ class GitLabPublisher:
         if not self.context.project_id:
             return Delivery(channel="MR note", ok=False, detail="not posted: CI_PROJECT_ID is not set")
         try:
-            return self.upsert_note(report, key=key)
+            return self.upsert_note(report, key=key, mode=mode)
         except PermissionDenied as exc:
             return Delivery(channel="MR note", ok=False, detail=f"not posted: the token may not write notes ({exc.message})")
         except ForgeError as exc:
