@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.forges.comment_mode import CommentMode, decide, digest_line
 from xcompat.forges.http import BudgetExceeded, ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.report.channels import Limits, load_limits
 from xcompat.report.model import Report
@@ -175,8 +176,12 @@ class PublishOutcome:
         return [d for d in self.deliveries if not d.ok]
 
 
-def annotations_for(report: Report, limits: Limits | None = None) -> list[dict[str, Any]]:
-    """Check-run annotations: failing tests with a location, ABI findings with a file, uncovered diff lines."""
+def annotations_for(report: Report, limits: Limits | None = None, max_annotations: int | None = None) -> list[dict[str, Any]]:
+    """Check-run annotations: failing tests with a location, ABI findings with a file, uncovered diff lines.
+
+    At most ``max_annotations`` (default and ceiling: the per-check-run cap in channels.json;
+    0 turns annotations off), most important first: failures, then ABI, then coverage.
+    """
     limits = limits or load_limits()
     out: list[dict[str, Any]] = []
 
@@ -209,7 +214,8 @@ def annotations_for(report: Report, limits: Limits | None = None) -> list[dict[s
         for fc in report.coverage.diff_files:
             for start, end in fc.uncovered:
                 add(fc.path, start, end, "warning", "Changed lines not covered", f"Lines {start}-{end} are not covered by any cell's tests.")
-    return out[: limits.annotations.per_check_run]
+    cap = limits.annotations.per_check_run if max_annotations is None else min(max(max_annotations, 0), limits.annotations.per_check_run)
+    return out[:cap]
 
 
 def _now() -> str:
@@ -249,12 +255,12 @@ class GitHubPublisher:
         self.repo_path = f"/repos/{owner}/{repo}"
 
     # -- check runs -----------------------------------------------------------------------
-    def publish_check_run(self, report: Report, *, name: str, head_sha: str) -> Delivery:
+    def publish_check_run(self, report: Report, *, name: str, head_sha: str, max_annotations: int | None = None) -> Delivery:
         # The summary is what the Checks tab shows first; the details (log tails, all cells) go in the text.
         summary = render(report, "markdown", "check_run_summary", include=SUMMARY_SECTIONS)
         text = render(report, "markdown", "check_run_text", include=TEXT_SECTIONS)
         title = f"{report.title}: {report.headline}"[:255]
-        annotations = annotations_for(report, self.limits)
+        annotations = annotations_for(report, self.limits, max_annotations)
         chunk = self.limits.annotations.per_request
         run_id = self._create_check_run(name, head_sha)
         output: dict[str, Any] = {"title": title, "summary": summary, "text": text}
@@ -337,9 +343,19 @@ class GitHubPublisher:
         found = self.find_comments(pr_number, key)
         return found[0] if found else None
 
-    def upsert_comment(self, report: Report, pr_number: int, *, key: str = "default") -> Delivery:
-        body = render(report, "markdown", "pr_comment", marker_key=key)
-        for existing in self.find_comments(pr_number, key):
+    def upsert_comment(self, report: Report, pr_number: int, *, key: str = "default", mode: CommentMode = "always") -> Delivery:
+        from xcompat.report.channels import Channel
+
+        existing_comments = self.find_comments(pr_number, key)
+        first = existing_comments[0] if existing_comments else None
+        decision = decide(mode, report, str(first.get("body", "")) if first else None)
+        if not decision.post:
+            return Delivery(channel="PR comment", ok=True, detail=f"skipped: {decision.reason}", url=_html_url(first) if first else None)
+        hidden = digest_line(report)
+        room = self.limits.channel("pr_comment")
+        channel = Channel(name=room.name, limit=room.limit - len(hidden) - 1, unit=room.unit, source=room.source)
+        body = render(report, "markdown", channel, marker_key=key) + hidden
+        for existing in existing_comments:
             try:
                 updated = self.http.json("PATCH", f"{self.repo_path}/issues/comments/{existing['id']}", json={"body": body})
                 return Delivery(channel="PR comment", ok=True, detail=f"updated on #{pr_number}", url=_html_url(updated))
@@ -387,7 +403,17 @@ class GitHubPublisher:
         return self.find_pr_for_sha(sha, head_owner=owner, head_branch=branch)
 
     # -- everything ---------------------------------------------------------------------------------
-    def publish(self, report: Report, *, check_name: str, comment: bool = True, check_run: bool = True, comment_key: str = "default") -> PublishOutcome:
+    def publish(
+        self,
+        report: Report,
+        *,
+        check_name: str,
+        comment: bool = True,
+        check_run: bool = True,
+        comment_key: str = "default",
+        comment_mode: CommentMode = "always",
+        max_annotations: int | None = None,
+    ) -> PublishOutcome:
         outcome = PublishOutcome()
         reason = self.context.read_only_reason()
         if reason:
@@ -399,14 +425,16 @@ class GitHubPublisher:
             if not head_sha:
                 outcome.deliveries.append(Delivery(channel="check run", ok=False, detail="not posted: no head commit SHA (GITHUB_SHA)"))
             else:
-                outcome.deliveries.append(self._attempt("check run", lambda: self.publish_check_run(report, name=check_name, head_sha=head_sha)))
-        if comment:
+                outcome.deliveries.append(
+                    self._attempt("check run", lambda: self.publish_check_run(report, name=check_name, head_sha=head_sha, max_annotations=max_annotations))
+                )
+        if comment and comment_mode != "off":
 
             def post_comment() -> Delivery:
                 number = self.resolve_pr()
                 if number is None:
                     return Delivery(channel="PR comment", ok=True, detail="skipped: this run belongs to no open pull request")
-                return self.upsert_comment(report, number, key=comment_key)
+                return self.upsert_comment(report, number, key=comment_key, mode=comment_mode)
 
             outcome.deliveries.append(self._attempt("PR comment", post_comment))
         return outcome
