@@ -46,6 +46,7 @@ from xcompat.isolate.processes import (
     remove_files,
 )
 from xcompat.isolate.scheduler import run_groups
+from xcompat.isolate.warmup import WarmState, torch_in_use_after_collection, warm_parent
 from xcompat.isolate.wire import Channel, leak_from_wire, report_from_wire
 
 
@@ -61,8 +62,13 @@ class IsolatedRunner:
         threads: int | None,
         leak_kinds: tuple[str, ...] = (),
         leak_policy: LeakPolicy | None = None,
+        warm_torch_after_collection: bool = False,
     ) -> None:
         self.isolation = isolation
+        # The suite's files never named torch, but collection may import it anyway (through the
+        # project's package): then it is warmed before the first fork.
+        self.warm_torch_after_collection = warm_torch_after_collection
+        self.late_warmup: WarmState | None = None
         self.slots = list(slots)
         self.timeout_s = timeout_s
         self.threads = threads
@@ -118,6 +124,9 @@ class IsolatedRunner:
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.collected = [item.nodeid for item in session.items]
+        if os.getpid() == self._parent and self.warm_torch_after_collection and torch_in_use_after_collection():
+            self.late_warmup = warm_parent(use_torch=True)
+            self.threads = self.late_warmup.threads
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: Any) -> bool | None:

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from xcompat.errors import Interrupted, UnavailableError, UsageError
@@ -34,7 +35,7 @@ class RunOptions:
     deep: Deep | None = None
     devices: str = "auto"  # "auto" or a worker count
     start_method: StartMethod = "auto"
-    warm_torch: bool = True
+    warm_torch: bool | None = None  # None: warm torch when the suite imports it
     preload: tuple[str, ...] = ()
     rootdir: str | None = None
 
@@ -89,11 +90,16 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
     if isolation == "none":
         slots = slots[:1]
 
-    from xcompat.isolate.warmup import WarmState, warm_parent
+    from xcompat.isolate.warmup import WarmState, scan_roots, suite_imports_torch, warm_parent
 
     warm = WarmState()
+    warm_torch_late = False
     if isolation != "none" and method == "fork":
-        warm = warm_parent(preload=options.preload, use_torch=options.warm_torch)
+        use_torch = options.warm_torch
+        if use_torch is None:  # auto: only a suite that imports torch gets it warmed
+            use_torch = suite_imports_torch(scan_roots(options.paths, Path.cwd()))
+            warm_torch_late = not use_torch
+        warm = warm_parent(preload=options.preload, use_torch=use_torch)
 
     # The plugin package is imported before pytest can mark it for assertion rewriting.
     args = [
@@ -125,11 +131,14 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
             threads=warm.threads,
             leak_kinds=options.leak_kinds,
             leak_policy=options.leak_policy,
+            warm_torch_after_collection=warm_torch_late,
         )
     try:
         exit_code = int(pytest.main(args, plugins=[runner]))
         records = runner.results()
         collected = list(runner.collected)
+        if getattr(runner, "late_warmup", None) is not None:
+            warm = runner.late_warmup
     finally:
         runner.cleanup()
     if runner.interrupted:

@@ -10,14 +10,22 @@ imports ~520 more modules, ~0.6 s). Two things must never happen in the parent:
 * CUDA/HIP/MPS initialisation: those runtimes cannot survive a fork. The parent sets
   ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` so availability checks go through NVML, and its
   warm-up only touches CPU tensors.
+
+Torch is warmed only for a suite that uses it (``suite_imports_torch``): a parent holding
+torch makes every fork slower (its page tables are copied) and costs ~2 s to start, which a
+suite that never imports torch should not pay.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
+import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -71,6 +79,86 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
         seconds=time.perf_counter() - start,
         preloaded=tuple(loaded),
     )
+
+
+# `import torch`, `from torch.x import y` (at any indentation: lazy imports inside tests count),
+# and pytest.importorskip("torch").
+_TORCH_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+torch\b|importorskip\(\s*[\"']torch\b", re.MULTILINE)
+# Bounds of the scan: a suite bigger than this is assumed to need torch when torch is installed.
+SCAN_MAX_FILES = 5000
+SCAN_MAX_BYTES = 1 << 20
+_SKIPPED_DIRS = {"__pycache__", ".git", ".tox", ".nox", ".venv", "venv", "node_modules", "build", "dist"}
+
+
+def _python_files(paths: Iterable[Path]) -> Iterable[Path]:
+    for path in paths:
+        if path.is_file():
+            if path.suffix == ".py":
+                yield path
+            continue
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    yield Path(dirpath) / name
+
+
+def suite_imports_torch(paths: Iterable[Path]) -> bool:
+    """Whether the Python files under ``paths`` (tests, conftests, their helpers) import torch.
+
+    A plain text scan, so nothing is imported; a suite past ``SCAN_MAX_FILES`` files counts as
+    using torch (warming it is the safe side: a parent that warmed torch never forks a child
+    into an OpenMP pool).
+    """
+    for count, path in enumerate(_python_files(paths)):
+        if count >= SCAN_MAX_FILES:
+            return True
+        try:
+            with open(path, "rb") as fh:
+                if _TORCH_IMPORT.search(fh.read(SCAN_MAX_BYTES)):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def scan_roots(targets: Iterable[str], cwd: Path) -> list[Path]:
+    """Folders and files a pytest run over ``targets`` reads tests from, plus their conftests.
+
+    Node ids lose their ``::`` part; an importable name (``--pyargs``) maps to its package's
+    folder (found without importing it); no target means the current folder.
+    """
+    roots: list[Path] = []
+    for target in targets or (".",):
+        path = Path(target.split("::", 1)[0])
+        path = path if path.is_absolute() else cwd / path
+        if path.exists():
+            roots.append(path)
+            continue
+        top = target.split(".", 1)[0]
+        if top.isidentifier():
+            from importlib.util import find_spec
+
+            try:
+                spec = find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            for location in (spec.submodule_search_locations or []) if spec else []:
+                roots.append(Path(location))
+    conftests: list[Path] = []
+    for root in roots:
+        for parent in [root.parent, *root.parent.parents] if root.is_file() else [root, *root.parents]:
+            candidate = parent / "conftest.py"
+            if candidate.is_file() and candidate not in conftests:
+                conftests.append(candidate)
+            if parent == cwd or (parent / "pyproject.toml").is_file():
+                break
+    return roots + conftests
+
+
+def torch_in_use_after_collection() -> bool:
+    """Collection imported torch (the project's own package may import it)."""
+    return "torch" in sys.modules
 
 
 def restore_threads_in_child(state: WarmState) -> None:

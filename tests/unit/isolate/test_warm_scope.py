@@ -1,0 +1,59 @@
+"""Which suites get torch warmed in the parent: a text scan of their files, nothing imported."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from xcompat.isolate.warmup import SCAN_MAX_FILES, scan_roots, suite_imports_torch
+
+
+@pytest.mark.parametrize(("source", "uses"), [
+    ("import torch\n", True),
+    ("from torch.testing import assert_close\n", True),
+    ("def test_lazy():\n    import torch.nn as nn\n", True),
+    ("torch = pytest.importorskip('torch')\n", True),
+    ("import torchvision_like_name\n", False),
+    ("# import torch is only a comment here\nimport ujson\n", False),
+    ("x = 'from torch import nothing'\n", False),
+])
+def test_a_suite_uses_torch_when_a_file_imports_it(tmp_path, source, uses):
+    (tmp_path / "test_a.py").write_text(source)
+    (tmp_path / "test_b.py").write_text("def test_b():\n    assert True\n")
+    assert suite_imports_torch([tmp_path]) is uses
+
+
+def test_helpers_and_conftests_count_and_skipped_folders_do_not(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / "helpers").mkdir(parents=True)
+    (tests / "test_a.py").write_text("from .helpers import tensors\n")
+    (tests / "helpers" / "tensors.py").write_text("import torch\n")
+    assert suite_imports_torch([tests])
+    (tests / "helpers" / "tensors.py").write_text("import array\n")
+    (tests / "__pycache__").mkdir()
+    (tests / "__pycache__" / "cached.py").write_text("import torch\n")
+    assert not suite_imports_torch([tests])
+    (tmp_path / "conftest.py").write_text("import torch\n")
+    roots = scan_roots([str(tests / "test_a.py") + "::test_x"], tmp_path)
+    assert roots[0] == tests / "test_a.py" and tmp_path / "conftest.py" in roots
+    assert suite_imports_torch(roots)
+
+
+def test_an_importable_name_maps_to_its_package_folder_without_importing_it(tmp_path, monkeypatch):
+    package = tmp_path / "site" / "widgetpkg_for_scan"
+    (package / "tests").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('must not be imported by the scan')\n")
+    (package / "tests" / "test_w.py").write_text("import torch\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    roots = scan_roots(["widgetpkg_for_scan.tests"], tmp_path)
+    assert package in roots and "widgetpkg_for_scan" not in sys.modules
+    assert suite_imports_torch(roots)
+
+
+def test_a_suite_past_the_scan_bound_counts_as_using_torch(tmp_path, monkeypatch):
+    monkeypatch.setattr("xcompat.isolate.warmup.SCAN_MAX_FILES", 3)
+    for i in range(4):
+        (tmp_path / f"test_{i}.py").write_text("def test():\n    pass\n")
+    assert suite_imports_torch([tmp_path])
+    assert SCAN_MAX_FILES >= 1000
