@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xcompat.errors import InputError
+from xcompat.limits import LIMITS, read_bounded_text
 from xcompat.signing.keys import PublicKey, parse_public_key_line
 from xcompat.signing.wire import WireError
 
@@ -41,9 +42,33 @@ class AllowedSigner:
 
 
 def match_pattern(text: str, pattern: str) -> bool:
-    """OpenSSH ``match_pattern``: ``*`` and ``?`` wildcards, everything else literal."""
-    regex = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
-    return re.fullmatch(regex, text, flags=re.DOTALL) is not None
+    """OpenSSH ``match_pattern``: ``*`` and ``?`` wildcards, everything else literal.
+
+    Matched without a regular expression: a backtracking regex for ``*a*a*a*...b`` takes
+    exponential time, and the patterns come from a trust list. This walks text and pattern
+    once, returning to the last ``*`` only, so it takes at most len(text) * len(pattern)
+    steps; patterns longer than ``LIMITS.glob_pattern_chars`` are refused when parsed.
+    """
+    t = p = 0
+    star = -1  # index in pattern just after the last '*'
+    resume = 0  # text index that star is currently absorbing up to
+    while t < len(text):
+        if p < len(pattern) and pattern[p] != "*" and (pattern[p] == "?" or pattern[p] == text[t]):
+            t += 1
+            p += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star = p + 1
+            resume = t
+            p += 1
+        elif star >= 0:
+            resume += 1
+            t = resume
+            p = star
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
 
 
 def match_pattern_list(text: str, patterns: str) -> bool:
@@ -133,6 +158,9 @@ def parse_allowed_signers(text: str, *, source: str = "allowed_signers") -> list
             unknown = sorted(set(options) - _KNOWN_OPTIONS)
             if unknown:
                 raise ValueError(f"unknown option {unknown[0]!r}")
+            for what, patterns in (("principals", principals), ("namespaces", options.get("namespaces") or "")):
+                if len(patterns) > LIMITS.glob_pattern_chars:
+                    raise ValueError(f"{what} pattern list is longer than {LIMITS.glob_pattern_chars} characters")
             key = parse_public_key_line(rest, "key")
             for name in ("namespaces", "valid-after", "valid-before"):
                 if name in options and options[name] is None:
@@ -234,9 +262,5 @@ def parse_revoked(data: bytes, *, source: str = "revoked_keys") -> RevokedKeys:
 
 
 def read_text_file(path: str | Path, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", file=path) from None
-    except UnicodeDecodeError:
-        raise InputError(f"{what} is not UTF-8 text", file=path) from None
+    """A trust file's text: a regular file of at most ``LIMITS.trust_file_bytes``, UTF-8."""
+    return read_bounded_text(path, what=what, limit=LIMITS.trust_file_bytes)
