@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xcompat-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint lock bench clean
+.PHONY: demo test lint lock bench clean test-cuda-build device-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,18 @@ lock:
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The CUDA build path on this GPU-less machine: a cached venv with a CUDA build of torch and
+# the pip CUDA toolkit, the kernels and the sample's CUDA part built, linked, loaded and
+# their fatbinaries checked (tools/cuda_build_tier.sh).
+test-cuda-build:
+	PYTHON=$(PYTHON) CUDA_BUILD_PYTHON=$(PYTHON) bash tools/cuda_build_tier.sh
+
+# One bounded run (<= 5 min) of the GPU lane on a GPU machine, with the Python and CUDA torch
+# installed there; JSON and logs under $$OUT (default .xcompat-out/device-check/). Without a GPU it
+# records every GPU step as skipped and exits 0.
+device-check:
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) tools/device_check.py
 
 clean:
 	rm -rf $(VENV) node_modules .xcompat-out build dist
