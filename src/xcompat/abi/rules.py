@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Bump = Literal["major", "minor", "patch", "none"]
-BUMPS: tuple[Bump, ...] = ("none", "patch", "minor", "major")
+# The one Bump and bump order of xcompat (xcompat.results.status).
+from xcompat.results.status import BUMP_ORDER as BUMPS
+from xcompat.results.status import Bump
+
 BUMP_RANK = {b: i for i, b in enumerate(BUMPS)}
 
 

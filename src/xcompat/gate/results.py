@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
-from xcompat.results.required import is_required
-from xcompat.settings import Settings, settings_from_plan
-
 from xcompat.results.envelope import STAGE_KINDS, StageResult
 from xcompat.results.kinds import RecordedWheel, build_wheels
+from xcompat.results.required import is_required
+from xcompat.settings import Settings, settings_from_plan
 
 __all__ = ["STAGE_KINDS", "Plan", "PlannedCell", "RecordedWheel", "StageResult", "load_plan", "load_results",
            "wheels_of"]
@@ -107,13 +106,13 @@ def load_plan(path: Path) -> Plan:
     if not isinstance(backends, list) or not all(isinstance(b, str) for b in backends):
         raise InputError(f"$.settings.gate.required_backends: expected a list of names, got {backends!r}", file=path)
     sha = document.get("matrix_sha256")
-    settings = settings_from_plan(document, source=str(path)) if isinstance(raw_settings, dict) else None
+    resolved = settings_from_plan(document, source=str(path)) if isinstance(raw_settings, dict) else None
     return Plan(
         cells=tuple(planned),
         matrix_sha256=sha if isinstance(sha, str) and sha else None,
         tag_pattern=pattern,
         required_backends=tuple(backends),
-        settings=settings,
+        settings=resolved,
     )
 
 

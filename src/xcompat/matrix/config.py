@@ -17,8 +17,8 @@ from xcompat.errors import InputError
 from xcompat.matrix import defaults as D
 from xcompat.matrix.schema_check import did_you_mean, json_path
 from xcompat.matrix.yamlload import LoadedYaml
+from xcompat.results.status import Bump
 
-Bump = Literal["major", "minor", "patch", "none"]
 Isolation = Literal["none", "file", "test"]
 Baseline = Literal["last-release-tag", "base-branch"]
 

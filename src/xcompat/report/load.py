@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from xcompat.results.collect import LoadedResults, is_plan, load_plan, load_results
-from xcompat.results.envelope import parse_envelope as _parse_envelope
 from xcompat.results.envelope import StageResult
+from xcompat.results.envelope import parse_envelope as _parse_envelope
 
 
 def parse_result(document: object, source: str) -> StageResult:

@@ -13,27 +13,28 @@ The report (``xcompat.report.aggregate``), the release gate (``xcompat.gate``) a
 
 from __future__ import annotations
 
-from xcompat.results.collect import LoadedResults, load_plan, load_results
-from xcompat.results.envelope import StageResult, parse_envelope
-from xcompat.results.required import is_required, required_stages
-from xcompat.results.status import BUMP_ORDER, SEVERITY, Bump, bump_rank, worst, worst_bump
-from xcompat.results.verdict import CellVerdict, Verdict, judge
+from importlib import import_module
+from typing import Any
+
+# Names resolve lazily (PEP 562): ``xcompat.results.status`` is a leaf module that
+# xcompat.matrix and xcompat.abi import for the one ``Bump``, without pulling in the
+# readers (which import xcompat.settings, which imports xcompat.matrix).
+_WHERE = {
+    "LoadedResults": "collect", "load_plan": "collect", "load_results": "collect",
+    "StageResult": "envelope", "parse_envelope": "envelope",
+    "is_required": "required", "required_stages": "required",
+    "BUMP_ORDER": "status", "SEVERITY": "status", "Bump": "status", "bump_rank": "status", "worst": "status",
+    "worst_bump": "status",
+    "CellVerdict": "verdict", "Verdict": "verdict", "judge": "verdict",
+}
 
 __all__ = [
-    "BUMP_ORDER",
-    "SEVERITY",
-    "Bump",
-    "CellVerdict",
-    "LoadedResults",
-    "StageResult",
-    "Verdict",
-    "bump_rank",
-    "is_required",
-    "judge",
-    "load_plan",
-    "load_results",
-    "parse_envelope",
-    "required_stages",
-    "worst",
-    "worst_bump",
+    "BUMP_ORDER", "SEVERITY", "Bump", "CellVerdict", "LoadedResults", "StageResult", "Verdict", "bump_rank",
+    "is_required", "judge", "load_plan", "load_results", "parse_envelope", "required_stages", "worst", "worst_bump",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'xcompat.results' has no attribute {name!r}")
+    return getattr(import_module(f"xcompat.results.{_WHERE[name]}"), name)

@@ -19,7 +19,7 @@ STAGE_STATUSES: tuple[Status, ...] = ("passed", "failed", "crashed", "skipped", 
 # Least to most severe. ``missing`` (a required result never came: nothing was checked at
 # all) ranks above a failure that ran and said why; a crash ranks above everything.
 SEVERITY: tuple[CellStatus, ...] = ("passed", "skipped", "fallback", "failed", "missing", "crashed")
-_RANK = {status: index for index, status in enumerate(SEVERITY)}
+_RANK: dict[str, int] = {status: index for index, status in enumerate(SEVERITY)}
 
 
 def severity(status: str) -> int:

@@ -170,9 +170,7 @@ def judge(
     conclusion: Conclusion
     if problems:
         conclusion = "failure"
-    elif not all_results and not cells:
-        conclusion = "neutral"
-    elif cells and all(c.status == "skipped" for c in cells):
+    elif not all_results and not cells or cells and all(c.status == "skipped" for c in cells):
         conclusion = "neutral"
     else:
         conclusion = "success"

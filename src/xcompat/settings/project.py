@@ -60,7 +60,7 @@ def project_name(project: Path) -> str | None:
     if isinstance(name, str):
         return name
     cfg = _read(project / "setup.cfg") or ""
-    m = re.search(r"^\s*name\s*=\s*(\S+)", cfg, re.M)
+    m = re.search(r"^\s*name\s*=\s*(\S+)", cfg, re.MULTILINE)
     return m.group(1) if m else None
 
 
