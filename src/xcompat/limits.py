@@ -38,6 +38,7 @@ class InputLimits:
     json_int_digits: int = 4300  # digits of one JSON integer (CPython's int-string default)
     # the matrix and its expansion
     matrix_cells: int = 4096  # cells one matrix may expand to (GitLab allows 200 per parallel:matrix)
+    matrix_expansion: int = 65536  # cells of the cross product before exclude rules remove some
     glob_pattern_chars: int = 1024  # one principal or namespace pattern in allowed_signers
     # wheels
     wheel_members: int = 100_000  # entries in one wheel

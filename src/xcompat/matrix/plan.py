@@ -22,6 +22,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from xcompat.errors import InputError
+from xcompat.limits import LIMITS
 from xcompat.matrix import defaults as D
 from xcompat.matrix.config import BackendSpec, IncludeCell, Matrix
 from xcompat.model import Cell, cell_id
@@ -75,8 +77,36 @@ def _make_cell(
     )
 
 
+def expansion_size(matrix: Matrix) -> int:
+    """How many cells the cross product holds before ``exclude`` rules (computed, not enumerated)."""
+    combos = 1
+    for versions in matrix.frameworks.values():
+        combos *= max(len(versions), 1)
+    total = 0
+    for backend in matrix.backends:
+        for plat in matrix.platforms:
+            for arch in plat.archs:
+                if backend.supports(plat.name, arch):
+                    total += max(len(backend.toolkits), 1) * len(matrix.pythons) * combos
+    return total + len(matrix.include)
+
+
+def _check_size(matrix: Matrix, size: int, what: str, limit: int) -> None:
+    if size > limit:
+        raise InputError(
+            f"the matrix expands to {size} cells{what}, over the limit of {limit}",
+            file=matrix.source,
+            hint="list fewer framework versions or Pythons, or split the matrix (see docs/trust-boundary.md, Limits)",
+        )
+
+
 def expand(matrix: Matrix) -> list[Cell]:
-    """Every cell of the matrix, in a stable order, with stable ids (``xcompat.model.cell_id``)."""
+    """Every cell of the matrix, in a stable order, with stable ids (``xcompat.model.cell_id``).
+
+    The size is bounded (``LIMITS.matrix_expansion`` before exclude rules, ``LIMITS.matrix_cells``
+    after): a signed matrix is still a file a person can get wrong, and no CI service runs more.
+    """
+    _check_size(matrix, expansion_size(matrix), " before exclude rules", LIMITS.matrix_expansion)
     combos = _framework_combos(matrix)
     cells: dict[str, Cell] = {}
     for backend in matrix.backends:
@@ -103,6 +133,7 @@ def expand(matrix: Matrix) -> list[Cell]:
     for inc in matrix.include:
         cell = _include_cell(matrix, inc)
         cells[cell.id] = cell
+    _check_size(matrix, len(cells), "", LIMITS.matrix_cells)
     return list(cells.values())
 
 

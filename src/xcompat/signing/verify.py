@@ -208,8 +208,7 @@ def verify_matrix(
                     f"the revoked-keys file {revoked_source} was named but does not exist at the trust ref",
                     hint="commit it on the base branch, or drop --revoked to use revoked_keys next to the trust list",
                 )
-            notes.append(f"no revoked-keys file at {revoked_source}: no keys are revoked")
-            revoked_source = None
+            revoked_source = None  # the default list is optional: its absence means no revocations
         previous = root.read(matrix_path)
         if previous is None:
             notes.append(
@@ -223,7 +222,6 @@ def verify_matrix(
         if revoked is not None or Path(revoked_path).exists():
             revoked_raw = _read_revoked(Path(revoked_path))
         else:
-            notes.append(f"no revoked-keys file at {revoked_source}: no keys are revoked")
             revoked_raw, revoked_source = None, None
     try:
         signers_text = signers_raw.decode("utf-8")
