@@ -16,9 +16,6 @@ Backend = Literal["cpu", "cuda", "rocm", "mps"]
 BACKENDS: tuple[Backend, ...] = ("cpu", "cuda", "rocm", "mps")
 Platform = Literal["linux", "macos", "windows"]
 
-# Outcome of one cell or one stage in a cell, as the report and gate understand it.
-Status = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
-
 
 @dataclass(frozen=True, kw_only=True)
 class Cell:

@@ -11,9 +11,8 @@ from typing import Any, Literal
 
 from xcompat.results.envelope import StageResult
 from xcompat.results.status import BUMP_ORDER as _BUMPS
-from xcompat.results.status import Bump
+from xcompat.results.status import Bump, CellStatus
 
-CellStatus = Literal["passed", "failed", "crashed", "skipped", "missing", "fallback"]
 Conclusion = Literal["success", "failure", "neutral"]
 
 
