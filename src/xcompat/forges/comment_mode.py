@@ -37,7 +37,9 @@ def digest(report: Report) -> str:
         "conclusion": report.conclusion,
         "cells": sorted((c.id, c.status, c.tests_passed, c.tests_failed) for c in report.cells),
         "failures": sorted((f.cell_id or "", f.kind, f.name, f.outcome) for f in report.failures),
-        "abi": None if report.abi is None else (report.abi.required_bump, report.abi.status, len(report.abi.findings)),
+        "abi": None
+        if report.abi is None
+        else (report.abi.required_bump, report.abi.status, len(report.abi.findings)),
         "coverage": None
         if report.coverage is None
         else (
@@ -70,5 +72,7 @@ def decide(mode: CommentMode, report: Report, existing_body: str | None) -> Comm
     if mode == "on-failure" and report.conclusion != "failure" and existing_body is None:
         return CommentDecision(post=False, reason="the report is not red and the comment mode is on-failure")
     if mode == "on-change" and existing_body is not None and digest_of(existing_body) == digest(report):
-        return CommentDecision(post=False, reason="the results are the same as in the existing comment (on-change)")
+        return CommentDecision(
+            post=False, reason="the results are the same as in the existing comment (on-change)"
+        )
     return CommentDecision(post=True, reason="")

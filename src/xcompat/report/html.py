@@ -42,12 +42,14 @@ ol.problems{padding-left:1.6em;margin:.6em 0}ol.problems li{margin:.45em 0}
 .fix{margin-top:.15em}.fix b{color:#1f2328}
 .quiet,.optional{opacity:.6}.quiet{font-size:.92em}
 table.grid td{min-width:6.5em}table.grid td.none{color:#8c959f;text-align:center}
-td.cell.failed,td.cell.crashed{font-weight:normal}
+table.grid th{overflow-wrap:normal}
+td.cell{background:transparent;color:inherit;font-weight:normal;border:1px solid #d0d7de}
+td.cell.failed,td.cell.crashed{background:#fff5f4}
 small,.note{font-size:.85em;color:#57606a}
 summary{cursor:pointer;padding:2px 0}
 details{margin:.3em 0}
 .abi tr.group th{background:#eaeef2}
-abbr{text-decoration:underline dotted}
+abbr{text-decoration:underline dotted;white-space:nowrap}
 .legend{font-size:.92em}
 """
 
@@ -222,6 +224,8 @@ def _abi(report: Report) -> list[str]:
             f" is a {escape(abi.actual_bump)} bump" if abi.actual_bump else ""
         )
     out = [f'<h2 id="abi">ABI: {_chip(abi.status)} {escape(abi.required_bump)} bump required{versions}</h2>']
+    if not versions and abi.summary:
+        out.append(f"<p>{escape(abi.summary)}</p>")
     if not abi.findings:
         out.append("<p>No changes to the exported interface.</p>")
         return out

@@ -386,6 +386,8 @@ def abi_section(report: Report) -> Section:
         else ""
     )
     head = f"### ABI: {STATUS_SYMBOL.get(abi.status, '❔')} {abi.required_bump} bump required{versions}"
+    if not versions and abi.summary:
+        head += f"\n\n{inline(abi.summary)}"  # the ABI stage's own line, said here only
     if not abi.findings:
         return Section(
             key="abi", priority=3, renditions=(head + "\n\nNo changes to the exported interface.",)

@@ -84,7 +84,8 @@ def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
         found = frames(tail)
         user = first_user_frame(tail)
         if user is not None:
-            where = user.where(project_root(user, first.file))
+            root = next((r for r in (project_root(fr, first.file) for fr in found) if r), "")
+            where = user.where(root)
             index = found.index(user)
             callee = found[index - 1].func if index > 0 else ""
             fix = rich(
