@@ -3,7 +3,7 @@
 The verdict (every cell's status, the conclusion, the problems) is computed once by
 ``xcompat.results``; this module only joins it with what renderers show: failing tests,
 kernel cases, ABI findings and coverage, each read by the field names its schema gives
-(``xcompat.results.kinds``). Rules: docs/report.md, "Verdict".
+(``xcompat.results.kinds``). Rules: docs/run.md, "Verdict".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one verdict: which cells passed, which did not and why, and whether the whole is green.
 
 ``judge`` is what the report's conclusion, the release gate's cell checks and
-``xcompat run``'s exit code are all computed from. Rules (docs/report.md, "Verdict"):
+``xcompat run``'s exit code are all computed from. Rules (docs/run.md, "Verdict"):
 
 * a cell's status is its worst counted stage (``xcompat.results.status.SEVERITY``);
   a planned cell with no result is ``missing``;
