@@ -150,7 +150,9 @@ def _needed_changes(a: LibraryInterface, b: LibraryInterface, shipped: set[str])
 def _diff_library(p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str]) -> None:
     key, a, b = p.new_key, p.old, p.new
     grafted = noise.is_grafted(key)
-    if a.soname != b.soname and unhashed_name(a.soname or "") != unhashed_name(b.soname or ""):
+    if a.soname != b.soname and unhashed_name(a.soname or "") != unhashed_name(b.soname or "") and grafted:
+        c.filtered["grafted-library-soname"] += 1  # private to the wheel: only its own modules load it
+    elif a.soname != b.soname and unhashed_name(a.soname or "") != unhashed_name(b.soname or ""):
         c.add("soname_changed", key, None,
               f"SONAME {a.soname} -> {b.soname}: programs linked against {a.soname} do not find the new library",
               old=a.soname, new=b.soname)

@@ -168,3 +168,11 @@ def test_weak_member_of_an_exported_class_is_an_inline_member():
     assert vague_linkage_shape("_ZN5Shape4areaEv", is_class=class_lookup(exports))
     assert not vague_linkage_shape("_ZN2ns1fEv", is_class=class_lookup(exports))
     assert vague_linkage_shape("_ZNK2ns5Shape4areaEv")  # a const member function
+
+
+def test_vendored_library_soname_change_is_private():
+    a = {"p.libs/libsodium.so.26.2.0": lib(soname="libsodium-14725a37.so.26.2.0")}
+    b = {"p.libs/libsodium.so.26.4.0": lib(soname="libsodium-1c6bac97.so.26.4.0")}
+    d = diff_manifests(manifest(a), manifest(b))
+    assert not d.findings and d.filtered["grafted-library-soname"] == 1
+    assert [p.how for p in d.pairs] == ["stem"]
