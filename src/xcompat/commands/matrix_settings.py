@@ -1,5 +1,7 @@
 """``xcompat matrix settings``: the resolved settings of one cell, for CI jobs.
 
+``--format abi-policy`` prints the ``abi:`` section for ``xcompat abi diff --policy``;
+``--format test-argv`` the arguments of ``xcompat test`` one per line (``mapfile -t``).
 ``--format env`` prints ``XCOMPAT_TESTS_TIMEOUT=120`` lines (lists and mappings
 JSON-encoded) for ``$GITHUB_ENV`` or a GitLab dotenv report; ``--format json`` prints the
 settings document. In CI (``CI=true``) the settings come only from the verified matrix:
@@ -12,6 +14,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xcompat.settings import Settings
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -23,11 +29,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="matrix file (default .xcompat/matrix.yml); in CI only with --expect-sha256")
     parser.add_argument("--expect-sha256", metavar="HEX",
                         help="refuse (exit 3) unless the matrix the settings come from has this SHA-256")
-    parser.add_argument("--format", choices=("env", "json"), default="env", help="output format (default: env)")
+    parser.add_argument("--format", choices=("env", "json", "abi-policy", "test-argv"), default="env",
+                        help="env: NAME=value lines; json: the settings document; abi-policy: the abi section as "
+                        "`xcompat abi diff --policy` reads it; test-argv: the arguments of `xcompat test` "
+                        "(tests.pytest, --isolate, --timeout, -- tests.pytest-args), one per line (default: env)")
     parser.add_argument("--project", type=Path, metavar="DIR",
                         help="project folder: adds whether each stage is required for it (kernels need torch)")
     parser.epilog = ("Exit codes: 0 printed, 2 unreadable plan/matrix or unknown cell, "
                      "3 the sha256 does not match, or CI without a verified source.")
+
+
+def test_argv(settings: Settings) -> list[str]:
+    """The arguments of ``xcompat test`` these settings mean (paths relative to the project folder)."""
+    t = settings.tests
+    argv = [*t.pytest_paths, "--isolate", t.isolation, "--timeout", f"{t.timeout:g}"]
+    if t.pytest_args:
+        argv += ["--", *t.pytest_args]
+    return argv
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -98,6 +116,14 @@ def execute(args: argparse.Namespace) -> int:
         ]
     if args.format == "json":
         sys.stdout.write(json.dumps(document_out, indent=2, sort_keys=True) + "\n")
+    elif args.format == "abi-policy":
+        sys.stdout.write(json.dumps(settings.abi_policy_document(), indent=2, sort_keys=True) + "\n")
+    elif args.format == "test-argv":
+        argv = test_argv(settings)
+        bad = [a for a in argv if "\n" in a or "\r" in a or not a]
+        if bad:
+            raise InputError(f"a tests setting holds an empty or multi-line argument: {bad[0]!r}", file=where)
+        sys.stdout.write("".join(a + "\n" for a in argv))
     else:
         sys.stdout.write("".join(line + "\n" for line in env_lines))
     return 0

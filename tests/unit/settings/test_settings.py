@@ -199,3 +199,18 @@ def test_project_facts_find_torch_and_tests(tmp_path: Path):
     assert find_tests(tmp_path) == (["inpkg.tests"], ["--pyargs"])
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "inpkg"\n[build-system]\nrequires = ["torch>=2.4"]\n')
     assert project_facts(tmp_path).uses_torch is True
+
+
+def test_matrix_settings_gives_the_test_argv_and_the_abi_policy(tmp_path: Path):
+    from xcompat.abi.rules import make_policy
+
+    (tmp_path / "m.yml").write_text(matrix_text(extra='tests:\n  pytest: [pkg.tests]\n  pytest-args: ["--pyargs", "-x"]\n'
+                                                      "  timeout: 90\n  isolation: file\n"
+                                                      "abi:\n  bumps: {glibc_floor_raised: minor}\n  gate: [symbol_removed]\n"))
+    argv = _cli("matrix", "settings", "--matrix", "m.yml", "--format", "test-argv", cwd=tmp_path, ci=False)
+    assert argv.returncode == 0, argv.stderr
+    assert argv.stdout.splitlines() == ["pkg.tests", "--isolate", "file", "--timeout", "90", "--", "--pyargs", "-x"]
+    policy = _cli("matrix", "settings", "--matrix", "m.yml", "--format", "abi-policy", cwd=tmp_path, ci=False)
+    assert policy.returncode == 0, policy.stderr
+    applied = make_policy(json.loads(policy.stdout), source="abi-policy")
+    assert applied.rules["glibc_floor_raised"] == "minor" and applied.gate == frozenset({"symbol_removed"})
