@@ -180,7 +180,12 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterfa
         by_type.setdefault(sh[1], i)
 
     # Section names are only needed for the CUDA fatbin and the NumPy string scan.
-    shstr = body(e_shstrndx, "e_shstrndx") if 0 < e_shstrndx < len(sections) else b""
+    if e_shstrndx == 0xFFFF:  # SHN_XINDEX: the real index is in section 0's sh_link
+        e_shstrndx = sections[0][6]
+    if e_shstrndx >= len(sections):
+        raise ElfError(f"{name}: e_shstrndx {e_shstrndx} names no section (there are {len(sections)}); "
+                       "the file is corrupt")
+    shstr = body(e_shstrndx, "e_shstrndx") if e_shstrndx > 0 else b""
 
     def sec_name(sh) -> bytes:
         end = shstr.find(b"\0", sh[0])

@@ -35,6 +35,9 @@ def load_manifest(path: str | Path, *, python_api: Toggle = "auto", torch_ops: T
         return _load_library(path)
     except (WheelError, ManifestError, ElfError, MachOError) as exc:
         raise InputProblem(str(exc)) from None
+    except OSError as exc:  # e.g. a file removed from the folder while it was being read
+        where = exc.filename or path
+        raise InputProblem(f"{where}: cannot be read ({exc.strerror or exc}); did the folder change while it was read?") from None
 
 
 def _load_library(path: Path) -> Manifest:

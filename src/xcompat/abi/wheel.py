@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,44 @@ def read_metadata(zf: zipfile.ZipFile, filename: str) -> WheelMetadata:
     )
 
 
+def check_member(path: Path, info: zipfile.ZipInfo, *, seen_bytes: int = 0) -> None:
+    """Refuse a member a wheel must not have, before any of it is read (``WheelError``, exit 2).
+
+    Wheels come from pull requests: a member named ``../x`` or ``/x``, a symlink member, or
+    one whose declared size is over ``LIMITS.wheel_member_bytes`` (or inflates more than
+    ``LIMITS.wheel_compression_ratio`` times: a zip bomb) is refused rather than analysed.
+    """
+    from xcompat.limits import LIMITS
+
+    name = info.filename
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
+        raise WheelError(f"{path}: member {name!r} points outside the wheel; a wheel member is a relative path")
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+        raise WheelError(f"{path}: member {name!r} is a symbolic link; wheels hold no links")
+    if info.file_size > LIMITS.wheel_member_bytes:
+        raise WheelError(f"{path}: member {name!r} inflates to {info.file_size} bytes, over the limit of "
+                         f"{LIMITS.wheel_member_bytes}")
+    if info.file_size > (1 << 20) and info.file_size > LIMITS.wheel_compression_ratio * max(info.compress_size, 1):
+        raise WheelError(f"{path}: member {name!r} inflates {info.file_size // max(info.compress_size, 1)} times "
+                         "(a zip bomb?); refused")
+    if seen_bytes + info.file_size > LIMITS.wheel_total_bytes:
+        raise WheelError(f"{path}: members inflate to more than {LIMITS.wheel_total_bytes} bytes; refused")
+
+
+def check_members(path: Path, zf: zipfile.ZipFile) -> None:
+    """``check_member`` on every member, and the member count, of an open wheel."""
+    from xcompat.limits import LIMITS
+
+    infos = zf.infolist()
+    if len(infos) > LIMITS.wheel_members:
+        raise WheelError(f"{path}: {len(infos)} members, over the limit of {LIMITS.wheel_members}")
+    total = 0
+    for info in infos:
+        check_member(path, info, seen_bytes=total)
+        total += info.file_size
+
+
 def is_native_member(member: str) -> bool:
     return bool(_NATIVE_SUFFIX.search(member)) and not member.endswith("/")
 
@@ -152,14 +191,19 @@ def iter_native_members(
         except (zipfile.BadZipFile, OSError) as exc:
             raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
     with zf, _Scratch() as scratch:
+        check_members(path, zf)
         for info in zf.infolist():
             if not is_native_member(info.filename):
                 continue
-            with zf.open(info) as src:
-                head = src.read(8)
-                if head[:4] != ELF_MAGIC and not is_macho(head):
-                    continue
-                scratch.fill(head, src)
+            try:
+                with zf.open(info) as src:
+                    head = src.read(8)
+                    if head[:4] != ELF_MAGIC and not is_macho(head):
+                        continue
+                    scratch.fill(head, src)
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+                raise WheelError(f"{path}: member {info.filename!r} cannot be read ({exc}); "
+                                 "the wheel is damaged: download or build it again") from None
             display = f"{path.name}!{info.filename}"
             try:
                 if head[:4] == ELF_MAGIC:
@@ -177,8 +221,12 @@ def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
     except (zipfile.BadZipFile, OSError) as exc:
         raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
     try:
+        check_members(path, zf)
         metadata = read_metadata(zf, path.name)
         names = zf.namelist()
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+        zf.close()
+        raise WheelError(f"{path}: cannot be read ({exc}); the wheel is damaged: download or build it again") from None
     except BaseException:
         zf.close()
         raise
@@ -199,6 +247,7 @@ def extract_python_tree(path: Path, dest: Path) -> list[str]:
     """
     tops: set[str] = set()
     with zipfile.ZipFile(path) as zf:
+        check_members(path, zf)
         for info in zf.infolist():
             name = info.filename
             if name.endswith("/") or ".." in name.split("/") or name.startswith("/"):
