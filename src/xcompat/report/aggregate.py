@@ -48,12 +48,12 @@ def log_tail(text: str, *, lines: int | None = None, chars: int | None = None) -
 
 
 def _result_tail(result: StageResult) -> str:
-    for key in ("log_tail", "output_tail"):
-        value = result.data.get(key)
-        if isinstance(value, str) and value.strip():
-            return log_tail(value)
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return log_tail("\n".join(value))
+    """``log_tail`` of a build error or of an envelope ``xcompat run`` wrote for a stage."""
+    value = result.data.get("log_tail")
+    if isinstance(value, str) and value.strip():
+        return log_tail(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return log_tail("\n".join(value))
     return ""
 
 
@@ -192,9 +192,8 @@ def _as_results(results: Iterable[StageResult | Mapping[str, Any]]) -> list[Stag
 
 
 def _display_spec(cell_id: str, results: list[StageResult]) -> dict[str, Any]:
-    embedded = next((r.data["cell"] for r in results if isinstance(r.data.get("cell"), dict)), None)
-    spec = dict(embedded) if embedded and isinstance(embedded.get("id"), str) else cell_from_id(cell_id)
-    spec["id"] = cell_id
+    """A cell no plan describes: what its id says (``xcompat.model.cell_id``)."""
+    spec = cell_from_id(cell_id)
     spec.setdefault("required", True)
     return spec
 
