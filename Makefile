@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xcompat-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint lock bench clean test-cuda-build device-check
+.PHONY: demo test lint lock bench clean test-cuda-build device-check test-containers bench-containers
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,17 @@ bench: $(STAMP)
 # their fatbinaries checked (tools/cuda_build_tier.sh).
 test-cuda-build:
 	PYTHON=$(PYTHON) CUDA_BUILD_PYTHON=$(PYTHON) bash tools/cuda_build_tier.sh
+
+# The cibuildwheel backend in real containers (needs root; installs docker.io and debootstrap
+# when missing): a private dockerd, the Debian builder image (cached as a docker-save tarball
+# under $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}/containers), the CPU runner image, and real
+# builds of the sample and a PyPI sdist (tests/containers/run-tier.sh). bench-containers adds
+# benchmarks/build_containers.py (container path vs native backend).
+test-containers: $(STAMP)
+	PY=$(PY) bash tests/containers/run-tier.sh
+
+bench-containers: $(STAMP)
+	PY=$(PY) bash tests/containers/run-tier.sh --bench
 
 # One bounded run (<= 5 min) of the GPU lane on a GPU machine, with the Python and CUDA torch
 # installed there; JSON and logs under $$OUT (default .xcompat-out/device-check/). Without a GPU it

@@ -94,12 +94,38 @@ def builder_image(cell: Cell, env: Mapping[str, str]) -> str | None:
     return template.format(toolkit=cell.toolkit or "latest", arch=cell.arch)
 
 
-def framework_index(name: str, cell: Cell) -> str | None:
+def framework_index(name: str, cell: Cell, env: Mapping[str, str] | None = None) -> str | None:
+    """The extra index a framework build of ``cell`` comes from; ``XCOMPAT_TORCH_INDEX``
+    (see ``defaults.FRAMEWORK_INDEX_ENV``) replaces it, an empty value means none."""
+    override = D.FRAMEWORK_INDEX_ENV.get(name)
+    if env is not None and override is not None and override in env:
+        return env[override].strip() or None
     table = D.FRAMEWORK_INDEXES.get(name)
     if table is None or cell.backend not in table:
         return None
     toolkit = (cell.toolkit or "").replace(".", "")
     return table[cell.backend].format(cuda=toolkit, rocm=cell.toolkit or "")
+
+
+def container_engine_option(backend: str, env: Mapping[str, str]) -> str:
+    """``CIBW_CONTAINER_ENGINE``: the backend's engine and ``create_args``, plus those of
+    ``XCOMPAT_CONTAINER_ARGS``."""
+    engine = D.CONTAINER_ENGINE.get(backend, "docker")
+    extra = env.get(D.CONTAINER_ARGS_ENV, "").strip()
+    if not extra:
+        return engine
+    try:
+        shlex.split(extra)
+    except ValueError as exc:
+        raise InputError(f"{D.CONTAINER_ARGS_ENV}: cannot split {extra!r} into arguments ({exc})",
+                         hint="quote it as for a shell") from None
+    if "create_args:" in engine:
+        return f"{engine} {extra}"
+    return f"{engine}; create_args: {extra}"
+
+
+def _pip_pins(pins: Sequence[tuple[str, str]]) -> list[str]:
+    return [f"{name}=={version}.*" if version.count(".") < 2 else f"{name}=={version}" for name, version in pins]
 
 
 def derive_runs(
@@ -141,7 +167,9 @@ def derive_runs(
             f"CIBW_ARCHS_{plat}": " ".join(archs),
             "CIBW_BUILD_VERBOSITY": "1",
         }
-        skips = ["pp*", "gp*"]
+        # PyPy and GraalPy are built only when enabled (cibuildwheel 3+): no skip for them (a
+        # selector of a group not enabled draws a warning), only the libc family not asked for.
+        skips: list[str] = []
         if platform == "linux":
             families = {"musllinux" if (c.policy or "").startswith("musllinux") else "manylinux" for c in members}
             if families == {"manylinux"}:
@@ -153,7 +181,7 @@ def derive_runs(
                 policy = cell.policy or "manylinux_2_28"
                 family = "MUSLLINUX" if policy.startswith("musllinux") else "MANYLINUX"
                 cibw[f"CIBW_{family}_{cell.arch.upper()}_IMAGE"] = image or policy
-            cibw["CIBW_CONTAINER_ENGINE"] = D.CONTAINER_ENGINE.get(lead.backend, "docker")
+            cibw["CIBW_CONTAINER_ENGINE"] = container_engine_option(lead.backend, env)
             repair = ["auditwheel", "repair", "-w", "{dest_dir}"]
             for pattern in excludes:
                 repair += ["--exclude", shlex.quote(pattern)]
@@ -166,7 +194,8 @@ def derive_runs(
             for pattern in D.DELOCATE_EXCLUDES:
                 repair += ["--exclude", shlex.quote(pattern)]
             cibw["CIBW_REPAIR_WHEEL_COMMAND_MACOS"] = " ".join(repair) + " {wheel}"
-        cibw["CIBW_SKIP"] = " ".join(skips)
+        if skips:
+            cibw["CIBW_SKIP"] = " ".join(skips)
         build_env: dict[str, str] = {}
         if lead.backend == "cuda":
             build_env.update(D.TOOLKIT_ENV["cuda"])
@@ -183,16 +212,19 @@ def derive_runs(
             # Build against the framework version the cell tests, not whatever an isolated
             # build would download: install it (and the other build requirements) first.
             pinned = {name for name, _ in pins}
-            before = ["pip", "install"]
-            for name, version in pins:
-                before.append(f"{name}=={version}.*" if version.count(".") < 2 else f"{name}=={version}")
-            before += [r for r in build_requirements if _requirement_name(r) not in pinned]
+            indexes: list[str] = []
             for name, _version in pins:
-                index = framework_index(name, lead)
+                index = framework_index(name, lead, env)
                 if index:
-                    before += ["--extra-index-url", index]
-            cibw["CIBW_BEFORE_BUILD"] = shlex.join(before)
+                    indexes += ["--extra-index-url", index]
+            before = ["pip", "install", *_pip_pins(pins)]
+            before += [r for r in build_requirements if _requirement_name(r) not in pinned]
+            cibw["CIBW_BEFORE_BUILD"] = shlex.join(before + indexes)
             cibw["CIBW_BUILD_FRONTEND"] = "build; args: --no-isolation"
+            if test_command:
+                # The wheel is tested against the framework it was built against: installing the
+                # wheel alone would pull the newest release, whose ABI a compiled op does not match.
+                cibw["CIBW_BEFORE_TEST"] = shlex.join(["pip", "install", *_pip_pins(pins), *indexes])
         if test_command:
             cibw["CIBW_TEST_COMMAND"] = test_command
             if test_requires:
@@ -208,9 +240,8 @@ def print_build_identifiers(project: Path, run: CibwRun, *, env: Mapping[str, st
     """What cibuildwheel itself would build for ``run`` (``--print-build-identifiers``);
     needs no container engine."""
     full = tool_env(env, run.env)
-    argv = [sys.executable, "-m", "cibuildwheel", "--print-build-identifiers", "--platform", run.platform,
-            str(project)]
-    result = run_tool(argv, what="cibuildwheel --print-build-identifiers", env=full, capture=True)
+    argv = [sys.executable, "-m", "cibuildwheel", "--print-build-identifiers", "--platform", run.platform, "."]
+    result = run_tool(argv, what="cibuildwheel --print-build-identifiers", cwd=project, env=full, capture=True)
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 
@@ -302,15 +333,18 @@ def build_with_cibuildwheel(
         wanted = [i for i in run.identifiers if i not in missing]
         if not wanted:
             continue
-        run_out = out_dir / f".cibw-{run.flavour}"
+        run_out = out_dir.resolve() / f".cibw-{run.flavour}"
         log_path = out_dir / "logs" / f"cibuildwheel-{run.platform}-{run.flavour}.log"
+        # cibuildwheel copies its working directory into the build container: run it in the
+        # project, not wherever xcompat was started (a repository root holding the project).
         argv = [sys.executable, "-m", "cibuildwheel", "--platform", run.platform, "--output-dir", str(run_out),
-                str(project)]
+                "."]
         t0 = time.monotonic()
         try:
             with log.group(f"cibuildwheel {run.platform} {run.flavour}"):
                 run_tool(argv, what="cibuildwheel", cell_id=", ".join(c for v in run.cells.values() for c in v),
-                         env={**base, **run.env, "CIBW_BUILD": " ".join(wanted)}, log=log_path)
+                         cwd=project, env={**base, **run.env, "CIBW_BUILD": " ".join(wanted)},
+                         log=log_path.resolve())
         except XcompatError as exc:
             first = first or exc
             for ident in wanted:

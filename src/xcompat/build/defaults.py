@@ -60,10 +60,12 @@ def default_excludes() -> tuple[str, ...]:
 # in. Built from images/manylinux_2_28-cuda.Dockerfile; override with the environment
 # variable named in BUILDER_IMAGE_ENV (a registry path pinned by digest is best).
 BUILDER_IMAGES: MappingProxyType[str, str | None] = MappingProxyType({
+    "cpu": None,  # cibuildwheel's manylinux/musllinux image of the cell's policy
     "cuda": "ghcr.io/xcompat/manylinux_2_28-cuda:{toolkit}",
     "rocm": None,  # no public manylinux + ROCm builder: build ROCm wheels natively on ROCm runners
 })
 BUILDER_IMAGE_ENV: MappingProxyType[str, str] = MappingProxyType({
+    "cpu": "XCOMPAT_CPU_BUILDER_IMAGE",
     "cuda": "XCOMPAT_CUDA_BUILDER_IMAGE",
     "rocm": "XCOMPAT_ROCM_BUILDER_IMAGE",
 })
@@ -76,6 +78,10 @@ CONTAINER_ENGINE: MappingProxyType[str, str] = MappingProxyType({
     "rocm": "docker; create_args: --device=/dev/kfd --device=/dev/dri --group-add video",
 })
 
+# More ``create_args`` for every build container (mounts, ``--network``, ``-e``), appended to
+# the backend's own: e.g. a mirror's CA bundle or a local wheel folder with PIP_FIND_LINKS.
+CONTAINER_ARGS_ENV = "XCOMPAT_CONTAINER_ARGS"
+
 # Where pip finds a given framework build; ``{cuda}`` is e.g. 128 for toolkit 12.8.
 FRAMEWORK_INDEXES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({
     "torch": MappingProxyType({
@@ -83,6 +89,12 @@ FRAMEWORK_INDEXES: MappingProxyType[str, MappingProxyType[str, str]] = MappingPr
         "cuda": "https://download.pytorch.org/whl/cu{cuda}",
         "rocm": "https://download.pytorch.org/whl/rocm{rocm}",
     }),
+})
+
+# Environment variables that replace a framework's index (an empty value: no extra index,
+# pip's own configuration decides, e.g. PIP_FIND_LINKS or PIP_INDEX_URL of a mirror).
+FRAMEWORK_INDEX_ENV: MappingProxyType[str, str] = MappingProxyType({
+    "torch": "XCOMPAT_TORCH_INDEX",
 })
 
 # Toolkit locations inside the builder images.

@@ -24,7 +24,7 @@ def test_cpu_cells_share_one_run_with_exact_identifiers() -> None:
     assert env["CIBW_BUILD"].split() == [
         "cp311-manylinux_x86_64", "cp312-manylinux_x86_64", "cp312-manylinux_aarch64", "cp313t-manylinux_x86_64"]
     assert env["CIBW_ARCHS_LINUX"] == "x86_64 aarch64"
-    assert "*-musllinux_*" in env["CIBW_SKIP"].split()
+    assert env["CIBW_SKIP"] == "*-musllinux_*"  # no pp*/gp*: cibuildwheel warns about groups not enabled
     assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == "manylinux_2_28"
     assert env["CIBW_CONTAINER_ENGINE"] == "docker"
     assert "CIBW_ENVIRONMENT_LINUX" not in env
@@ -66,6 +66,49 @@ def test_builder_image_override_from_environment() -> None:
     env = {"XCOMPAT_CUDA_BUILDER_IMAGE": "registry.example/builder@sha256:" + "a" * 64}
     (run,) = derive_runs([cuda], env=env)
     assert run.env["CIBW_MANYLINUX_X86_64_IMAGE"] == env["XCOMPAT_CUDA_BUILDER_IMAGE"]
+
+
+def test_cpu_builder_image_and_container_args_from_environment() -> None:
+    env = {"XCOMPAT_CPU_BUILDER_IMAGE": "xcompat-builder-debian:1",
+           "XCOMPAT_CONTAINER_ARGS": "--network=host -v /etc/ssl/certs:/etc/ssl/certs:ro -e 'A=b c'"}
+    (run,) = derive_runs([cell(policy="manylinux_2_28")], env=env)
+    assert run.env["CIBW_MANYLINUX_X86_64_IMAGE"] == "xcompat-builder-debian:1"
+    assert run.env["CIBW_CONTAINER_ENGINE"] == "docker; create_args: " + env["XCOMPAT_CONTAINER_ARGS"]
+    cuda = cell(backend="cuda", toolkit="12.8", gpu_archs=("sm_90",))
+    (gpu,) = derive_runs([cuda], env=env)
+    # Appended to the backend's own create_args, which stay first.
+    assert gpu.env["CIBW_CONTAINER_ENGINE"] == "docker; create_args: --gpus all " + env["XCOMPAT_CONTAINER_ARGS"]
+    assert gpu.env["CIBW_MANYLINUX_X86_64_IMAGE"] == "ghcr.io/xcompat/manylinux_2_28-cuda:12.8"
+    (plain,) = derive_runs([cell(policy="manylinux_2_28")], env={})
+    assert plain.env["CIBW_MANYLINUX_X86_64_IMAGE"] == "manylinux_2_28"
+
+
+def test_unsplittable_container_args_are_refused() -> None:
+    with pytest.raises(InputError, match="XCOMPAT_CONTAINER_ARGS"):
+        derive_runs([cell()], env={"XCOMPAT_CONTAINER_ARGS": "-v '/a:/b"})
+
+
+def test_the_wheel_is_tested_against_the_framework_it_was_built_against() -> None:
+    (run,) = derive_runs([cell(frameworks=(("torch", "2.13"),))], build_frameworks=("torch",),
+                         build_requirements=("torch>=2.4", "setuptools"))
+    assert shlex.split(run.env["CIBW_BEFORE_TEST"]) == [
+        "pip", "install", "torch==2.13.*", "--extra-index-url", "https://download.pytorch.org/whl/cpu"]
+    (untested,) = derive_runs([cell()], build_frameworks=("torch",), test_command=None)
+    assert "CIBW_BEFORE_TEST" not in untested.env
+    (plain,) = derive_runs([cell()], build_frameworks=())
+    assert "CIBW_BEFORE_TEST" not in plain.env
+
+
+@pytest.mark.parametrize(("value", "expected"), [("", None), ("  ", None),
+                                                 ("https://mirror.example/torch-cpu", "https://mirror.example/torch-cpu")])
+def test_framework_index_override(value: str, expected: str | None) -> None:
+    (run,) = derive_runs([cell()], build_frameworks=("torch",), env={"XCOMPAT_TORCH_INDEX": value})
+    for key in ("CIBW_BEFORE_BUILD", "CIBW_BEFORE_TEST"):
+        argv = shlex.split(run.env[key])
+        if expected is None:
+            assert "--extra-index-url" not in argv
+        else:
+            assert argv[-2:] == ["--extra-index-url", expected]
 
 
 def test_rocm_cells() -> None:

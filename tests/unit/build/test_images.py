@@ -28,6 +28,14 @@ def image_findings(text: str) -> list[str]:
     findings: list[str] = []
     structure = parser.structure
     stages = {}
+    # ARGs before the first FROM: `ARG BASE=<pinned>` + `FROM ${BASE}` lets users build from
+    # another base (--build-arg BASE=...) while the default stays pinned.
+    global_args: dict[str, int] = {}
+    for index, item in enumerate(structure):
+        if item["instruction"] == "FROM":
+            break
+        if item["instruction"] == "ARG":
+            global_args[item["value"].split("=", 1)[0].strip()] = index
     for index, item in enumerate(structure):
         if item["instruction"] != "FROM":
             continue
@@ -38,6 +46,15 @@ def image_findings(text: str) -> list[str]:
         if reference in stages:  # FROM an earlier stage
             continue
         line = item["startline"] + 1
+        variable = re.fullmatch(r"\$\{?(\w+)\}?", reference)
+        if variable:
+            arg = global_args.get(variable.group(1))
+            value = structure[arg]["value"] if arg is not None else ""
+            if "=" not in value:
+                findings.append(f"line {line}: {reference} has no default (ARG {variable.group(1)}=<pinned image>)")
+                continue
+            reference = value.split("=", 1)[1].strip().strip('"')
+            item, index = structure[arg], arg
         if not DIGEST.search(reference):
             findings.append(f"line {line}: {reference} is not pinned by digest")
             continue
@@ -82,7 +99,7 @@ def test_runner_images_install_xcompat_from_the_repository(name: str) -> None:
 
 def test_every_image_is_checked() -> None:
     names = {p.name for p in IMAGES.glob("*.Dockerfile")}
-    assert set(RUNNERS) | {"manylinux_2_28-cuda.Dockerfile"} <= names
+    assert set(RUNNERS) | {"manylinux_2_28-cuda.Dockerfile", "builder-debian.Dockerfile"} <= names
 
 
 def test_builder_has_the_cuda_toolkit_on_manylinux_2_28() -> None:
@@ -106,6 +123,38 @@ def test_builder_has_the_cuda_toolkit_on_manylinux_2_28() -> None:
 def test_pin_check_catches_bad_dockerfiles(text: str, finding: str) -> None:
     findings = image_findings(text)
     assert findings and finding in findings[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "finding"),
+    [
+        ("ARG BASE\nFROM ${BASE}\n", "has no default"),
+        ("FROM ${BASE}\n", "has no default"),
+        ("ARG BASE=python:3.12\nFROM ${BASE}\n", "not pinned by digest"),
+        ("ARG BASE=python@sha256:" + "a" * 64 + "\nFROM $BASE\n", "no '# tag: NAME:TAG' comment"),
+        ("# tag: python:3.12\nARG OTHER=1\nARG BASE=python@sha256:" + "a" * 64 + "\nFROM ${BASE}\n", "no '# tag"),
+    ],
+)
+def test_pin_check_follows_the_base_argument(text: str, finding: str) -> None:
+    findings = image_findings(text)
+    assert findings and finding in findings[0]
+
+
+def test_pin_check_accepts_a_pinned_base_argument() -> None:
+    text = "# tag: python:3.12-slim\nARG BASE=python:3.12-slim@sha256:" + "b" * 64 + "\nFROM ${BASE}\nRUN true\n"
+    assert image_findings(text) == []
+
+
+@pytest.mark.parametrize("name", ["runner-cpu.Dockerfile", "builder-debian.Dockerfile"])
+def test_local_base_and_wheel_folder_build_arguments(name: str) -> None:
+    """These two build FROM a local base (images/local-base.sh) and, for torch, from a local
+    wheel folder: docs/images.md shows how; the container tier builds them that way."""
+    parser = dockerfile_parse.DockerfileParser(path=str(IMAGES / name))
+    args = [i["value"].split("=", 1)[0] for i in parser.structure if i["instruction"] == "ARG"]
+    assert args[0] == "BASE" and parser.structure[[i["instruction"] for i in parser.structure].index("FROM")][
+        "value"].strip() == "${BASE}"
+    wheel_folder = "TORCH_FIND_LINKS" if name.startswith("runner") else "PIP_FIND_LINKS"
+    assert wheel_folder in args
 
 
 def test_pin_check_accepts_stage_references() -> None:
