@@ -83,8 +83,12 @@ def execute(args: argparse.Namespace) -> int:
         cell = collect(options)
     document = cell_to_document(cell)
     validate("coverage-cell", document, source=str(args.out))
-    # Compact: an artifact is mostly integer lists, which indenting would triple in size.
-    atomic_write_text(args.out, json.dumps(document, separators=(",", ":")) + "\n")
+    # Exit 2 leaves nothing behind: an artifact with some inputs unreadable (or none mapped)
+    # would be merged as if it were the cell's coverage.
+    failed = bool(cell.errors) or document["status"] != "passed"
+    if not failed:
+        # Compact: an artifact is mostly integer lists, which indenting would triple in size.
+        atomic_write_text(args.out, json.dumps(document, separators=(",", ":")) + "\n")
     for warning in cell.warnings:
         log.warning(warning)
     if cell.unmapped_total:
@@ -96,7 +100,8 @@ def execute(args: argparse.Namespace) -> int:
             log.debug(f"  {u.recorded}: {u.reason}")
     for problem in cell.errors:
         log.error(problem.message, file=problem.file)
-    log.info(f"{args.out}: {document['summary']}")
-    if cell.errors:
+    if failed:
+        log.error(f"{document['summary']}; {args.out} was not written", file=str(args.out))
         return 2
-    return 0 if document["status"] == "passed" else 2
+    log.info(f"{args.out}: {document['summary']}")
+    return 0
