@@ -138,7 +138,7 @@ def timed(cmd: list[str], out_path: Path | None = None, env=None) -> tuple[float
 
 def nm_symbols(path: Path, tr: ToolRun) -> set[str]:
     out = CORPUS / "tmp-nm.txt"
-    wall, cpu, rss, rc = timed(["nm", "-D", "--defined-only", "--with-symbol-versions", str(path)], out)
+    wall, cpu, rss, _rc = timed(["nm", "-D", "--defined-only", "--with-symbol-versions", str(path)], out)
     tr.add(wall, cpu, rss)
     syms = set()
     for line in out.read_text(errors="replace").splitlines():
@@ -217,7 +217,7 @@ def run_pair(pair: Pair, skip_tools: bool) -> dict:
     old_whl, new_whl = fetch(pair.project, pair.old), fetch(pair.project, pair.new)
     doc_path = CORPUS / f"xcompat-{pair.project}-{pair.old}-{pair.new}.json"
     x = ToolRun()
-    wall, cpu, rss, rc = timed(xcompat("abi", "diff", str(old_whl), str(new_whl), "--format", "json",
+    wall, cpu, rss, _rc = timed(xcompat("abi", "diff", str(old_whl), str(new_whl), "--format", "json",
                                        "--python-api", "off", "--torch-ops", "off"), doc_path)
     x.add(wall, cpu, rss)
     doc = json.loads(doc_path.read_text())

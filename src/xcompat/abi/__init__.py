@@ -148,4 +148,5 @@ def diff_paths(
             side = old if not a.version else new
             raise InputProblem(f"{side}: has no package version; --against-version needs wheels or snapshots of wheels")
         bump = actual(a.version, b.version)
-    return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on, cell_id=cell_id)  # type: ignore[arg-type]
+    return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on, cell_id=cell_id,  # type: ignore[arg-type]
+                          verify_python_api=True)

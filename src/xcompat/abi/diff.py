@@ -167,7 +167,10 @@ def diff_manifests(
     actual_bump: Bump | None = None,
     fail_on: Bump = "major",
     cell_id: str | None = None,
+    verify_python_api: bool = False,
 ) -> AbiDiff:
+    """Compare two manifests. ``verify_python_api``: check gating Python-API findings against
+    the imported packages (:mod:`xcompat.abi.pyapi_verify`); ``diff_paths`` does, for wheels."""
     if not isinstance(policy, Policy):
         policy = make_policy(policy)
     c = Collector(policy)
@@ -210,7 +213,12 @@ def diff_manifests(
         if la.format == "elf" and lb.format == "elf":
             run_abidiff(Path(old.source), Path(new.source), c.add, unchecked,
                         old_debug=bool(la.debug_info), new_debug=bool(lb.debug_info))
-    findings = tuple(c.finish())
+    findings_list = c.finish()
+    if verify_python_api and any(f.kind in ("python_api_removed", "python_signature_changed") for f in findings_list):
+        from xcompat.abi.pyapi_verify import verify_findings
+
+        findings_list = verify_findings(findings_list, old, new, c.filtered, unchecked, policy)
+    findings = tuple(findings_list)
     return AbiDiff(
         old=old,
         new=new,

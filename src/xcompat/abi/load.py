@@ -97,14 +97,23 @@ def _add_python_surfaces(m: Manifest, path: Path, python_files: int, *, python_a
             "interpreter; not compared (run on a matching runner)"
         )
         return
+    from xcompat.abi.pyapi import cached_python_api
+
     with tempfile.TemporaryDirectory(prefix="xcompat-abi-py-") as tmp:
         root = Path(tmp)
-        tops = extract_python_tree(path, root)
-        if want_api:
-            m.python_api, problems = extract_python_api(root, tops)
+        tops: list[str] | None = None
+
+        def unpacked() -> list[str]:
+            nonlocal tops
+            if tops is None:
+                tops = extract_python_tree(path, root)
+            return tops
+
+        if want_api:  # cached per wheel content: a hit needs no unpacking and no griffe
+            m.python_api, problems = cached_python_api(path, lambda: extract_python_api(root, unpacked()))
             m.unchecked.extend(problems)
         if want_ops:
-            m.torch_ops, problems = extract_torch_ops(root, tops)
+            m.torch_ops, problems = extract_torch_ops(root, unpacked())
             m.unchecked.extend(problems)
 
 
@@ -173,6 +182,7 @@ def _load_dir(path: Path, *, python_api: Toggle, torch_ops: Toggle) -> Manifest:
                                requires_dist=md.requires_dist, libraries=contents.libraries)
                 _add_python_surfaces(tmp, whl, contents.python_files, python_api=python_api, torch_ops=torch_ops)
                 merged.python_api, merged.torch_ops = tmp.python_api, tmp.torch_ops
+                merged.python_api_wheel = str(whl)
                 merged.unchecked.extend(tmp.unchecked)
         if len(names) > 1:
             raise InputProblem(f"{path}: holds wheels of several projects ({', '.join(sorted(names))}); give one project's wheels")

@@ -40,6 +40,8 @@ class Manifest:
     unchecked: list[str] = field(default_factory=list)
     # for a snapshot: what it was taken of ("wheel", "wheels", "library")
     origin_kind: str | None = None
+    # the wheel the Python API was read from (runtime verification imports it); not stored
+    python_api_wheel: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The short description that goes into a diff result's ``old`` / ``new``."""

@@ -23,6 +23,7 @@ TIMEOUT_S = 180
 
 _SCRIPT = r"""
 import json, sys
+out, sys.stdout = sys.stdout, sys.stderr  # modules griffe inspects may print on import
 import griffe
 
 root, names = sys.argv[1], sys.argv[2:]
@@ -84,12 +85,50 @@ for name in names:
         continue
     api[mod.path] = {"kind": "module"}
     walk(mod)
-json.dump({"api": api, "errors": errors}, sys.stdout)
+json.dump({"api": api, "errors": errors}, out)
 """
 
 
+def cache_path(wheel: Path) -> Path:
+    """Where the API extracted from ``wheel`` is cached: keyed by the wheel's sha256, this
+    interpreter's version and the extraction script, under ``${XCOMPAT_CACHE:-~/.cache/xcompat}``."""
+    import hashlib
+    import os
+    import sys
+
+    digest = hashlib.sha256()
+    with open(wheel, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    digest.update(sys.version.encode())
+    digest.update(_SCRIPT.encode())
+    base = os.environ.get("XCOMPAT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "xcompat")
+    return Path(base) / "abi-python-api" / f"{digest.hexdigest()[:32]}.json"
+
+
+def cached_python_api(wheel: Path, extract) -> tuple[dict[str, Any] | None, list[str]]:
+    """``extract()`` once per wheel content; a successful result is kept in :func:`cache_path`."""
+    path = cache_path(wheel)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return doc["api"], list(doc["problems"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    api, problems = extract()
+    if api is not None:
+        from xcompat.jsonio import write_json
+
+        try:
+            write_json(path, {"api": api, "problems": problems})
+        except OSError:
+            pass  # a read-only cache only costs the next run the extraction
+    return api, problems
+
+
 def extract_python_api(root: Path, top_names: list[str], *, python: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
-    """Run griffe on ``top_names`` found under ``root``; return (api, problems)."""
+    """Run griffe on ``top_names`` found under ``root``; return (api, problems). A stub-only
+    distribution (``foo-stubs``) is read as the package it describes (``foo``)."""
+    top_names = sorted({n.removesuffix("-stubs") for n in top_names})
     if not top_names:
         return {}, []
     proc = run_isolated_script(_SCRIPT, root, top_names, python=python, timeout=TIMEOUT_S)
