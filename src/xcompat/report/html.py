@@ -233,7 +233,8 @@ def _abi(report: Report) -> list[str]:
     out.append('<table class="abi"><tr><th>Change</th><th>Library</th><th>Detail</th></tr>')
     for g in groups:
         out.append(
-            f'<tbody><tr class="group"><th colspan="3">{escape(g.title)} <small>({escape(g.bump)}, {g.count})</small></th></tr>'
+            f'<tbody><tr class="group"><th colspan="3">{escape(g.title)} <small>({escape(g.bump)}, {g.count}) '
+            f"<code>{escape(g.kind)}</code></small></th></tr>"
         )
         for item in g.items:
             libs = ", ".join(

@@ -91,7 +91,9 @@ def rich(text: Rich) -> str:
         lead = " " if part[:1].isspace() else ""
         trail = " " if part[-1:].isspace() else ""
         if style == "code":
-            body = hcode(part)
+            # A code span reads best in the raw file; text that could open HTML, mention
+            # someone or close the span goes through escaped <code> instead.
+            body = hcode(part) if any(ch in part for ch in "<>@`|&") else code(part)
         elif style == "b":
             body = f"**{inline(part)}**" if part.strip() else ""
         else:
@@ -355,7 +357,8 @@ def _abi_groups_md(groups: list[display.AbiGroup], limit: int) -> tuple[str, int
     lines = []
     shown = 0
     for g in groups:
-        lines.append(f"**{inline(g.title)}** ({g.bump}, {g.count})")
+        # The finding kind stays searchable (docs/abi.md lists them by kind).
+        lines.append(f"**{inline(g.title)}** ({g.bump}, {g.count}) {code(g.kind)}")
         for item in g.items:
             if shown >= limit:
                 break

@@ -109,7 +109,7 @@ def text_sections(report: Report) -> list[Section]:
         abi = report.abi
         lines = [f"ABI: {abi.required_bump} bump required ({abi.status})"]
         for g in display.group_abi(abi.findings):
-            lines.append(f"  {g.title} ({g.bump}, {g.count})")
+            lines.append(f"  {g.title} ({g.bump}, {g.count}, {g.kind})")
             for item in g.items:
                 libs = ", ".join(item.short_libraries)
                 lines.append(f"    - {item.symbol or '-'} [{libs}] {_one_line(item.detail)}".rstrip())

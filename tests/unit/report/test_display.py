@@ -87,9 +87,9 @@ def test_timeouts_leaks_and_errors_have_symbols_and_fixes():
         Failure(cell_id="c", kind="test", name="t.py::test_err", outcome="error", message="fixture 'db' not found"),
     ]
     text = render(report([cell(status="failed")], failures), "markdown")
-    assert "⏱️ <code>t.py::test&#95;hang</code> **timeout**" in text
-    assert "💧 <code>t.py::test&#95;leak</code> **leaked**" in text and "memory grew over repeated calls: grew 12 MiB" in text
-    assert "❗ <code>t.py::test&#95;err</code> **error**" in text
+    assert "⏱️ `t.py::test_hang` **timeout**" in text
+    assert "💧 `t.py::test_leak` **leaked**" in text and "memory grew over repeated calls: grew 12 MiB" in text
+    assert "❗ `t.py::test_err` **error**" in text
     html = render(report([cell(status="failed")], failures), "html")
     for status in ("timeout", "leaked", "error"):
         assert f'class="chip {status}"' in html
