@@ -167,8 +167,8 @@ def compare_signature(old: list, new: list) -> str | None:
                 return f"parameter {name!r} removed"
             continue
         q = n[name]
-        if q[1] != p[1]:
-            return f"parameter {name!r} changed kind: {p[1]} -> {q[1]}"
+        if q[1] != p[1] and not (q[1] == "positional or keyword" and p[1] in ("positional-only", "keyword-only")):
+            return f"parameter {name!r} changed kind: {p[1]} -> {q[1]}"  # widening to positional-or-keyword is fine
         if p[2] and not q[2]:
             return f"parameter {name!r} lost its default (now required)"
     if n_pos[: len(o_pos)] != o_pos[: len(n_pos)] and [x for x in n_pos if x in o] != [x for x in o_pos if x in n]:

@@ -96,7 +96,30 @@ json.dump(res, out)
 
 
 def runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
-    """Import the package of ``wheel`` in an isolated interpreter and look ``paths`` up."""
+    """Import the package of ``wheel`` in an isolated interpreter and look ``paths`` up
+    (cached per wheel content and set of paths, next to the extracted API)."""
+    import hashlib
+
+    from xcompat.abi.pyapi import cache_path
+
+    cache = cache_path(wheel)
+    cache = cache.with_name(f"{cache.stem}.runtime-{hashlib.sha256(chr(10).join(paths).encode()).hexdigest()[:16]}.json")
+    try:
+        return json.loads(cache.read_text(encoding="utf-8")), None
+    except (OSError, ValueError):
+        pass
+    view, why = _runtime_view(wheel, paths)
+    if view is not None:
+        from xcompat.jsonio import write_json
+
+        try:
+            write_json(cache, view)
+        except OSError:
+            pass
+    return view, why
+
+
+def _runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
     from xcompat.abi.load import _installable_here
     from xcompat.abi.wheel import extract_python_tree, parse_wheel_filename
 
