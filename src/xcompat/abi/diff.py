@@ -149,13 +149,13 @@ class Collector:
 
     def finish(self) -> list[Finding]:
         if self.pending_demangle:
-            from dataclasses import replace
-
             from xcompat.abi.demangle import demangle_many
 
             names = demangle_many([s for _i, s in self.pending_demangle])
             for (i, _s), d in zip(self.pending_demangle, names):
-                self.findings[i] = replace(self.findings[i], demangled=d)
+                # the finding is not shared yet: fill in the field in place (dataclasses.replace
+                # would rebuild each of the thousand findings of a large library)
+                object.__setattr__(self.findings[i], "demangled", d)
         return self.findings
 
 
