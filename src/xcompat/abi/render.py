@@ -47,7 +47,7 @@ def render_text(doc: dict[str, Any], *, limit: int = TEXT_LIMIT) -> str:
         bump = items[0]["required_bump"]
         lines.append(f"\n{kind} ({len(items)}, requires {bump}):")
         for f in items[:limit]:
-            lines.append(f"  {_label(f)}")
+            lines.append("  " + _label(f).replace("\n", "\n      "))  # abidiff reports keep their lines
         if len(items) > limit:
             lines.append(f"  ... and {len(items) - limit} more (use --format json for all)")
     if doc.get("filtered"):
@@ -61,6 +61,16 @@ def render_text(doc: dict[str, Any], *, limit: int = TEXT_LIMIT) -> str:
 
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_item(f: dict[str, Any]) -> str:
+    """One finding as a list item; a multi-line detail (an abidiff report) as an indented
+    code block under it."""
+    first, _, rest = _label(f).partition("\n")
+    if not rest:
+        return f"- {_md_escape(first)}"
+    block = "\n".join(f"  {line}" for line in rest.replace("`", "'").splitlines())
+    return f"- {_md_escape(first)}\n\n  ```\n{block}\n  ```"
 
 
 def render_markdown(doc: dict[str, Any], *, limit: int = MD_LIMIT) -> str:
@@ -81,7 +91,7 @@ def render_markdown(doc: dict[str, Any], *, limit: int = MD_LIMIT) -> str:
         for kind, items in groups:
             b = items[0]["required_bump"]
             title = f"{_ICON[b]} <code>{kind}</code> ({len(items)}, requires {b})"
-            body = [f"- {_md_escape(_label(f))}" for f in items[:limit]]
+            body = [_md_item(f) for f in items[:limit]]
             if len(items) > limit:
                 body.append(f"- … and {len(items) - limit} more (see the JSON result)")
             if len(items) <= MD_OPEN_LIMIT and BUMP_RANK[b] >= BUMP_RANK["minor"]:

@@ -176,3 +176,18 @@ def test_vendored_library_soname_change_is_private():
     d = diff_manifests(manifest(a), manifest(b))
     assert not d.findings and d.filtered["grafted-library-soname"] == 1
     assert [p.how for p in d.pairs] == ["stem"]
+
+
+def test_abidiff_report_keeps_its_lines_in_text_and_markdown():
+    from xcompat.abi.abigail import REPORT_LINES, _fold_report
+    from xcompat.abi.render import render_markdown, render_text
+
+    report = _fold_report("\n".join(f"  [D] f{i}()" for i in range(REPORT_LINES + 5)))
+    assert report.count("\n") == REPORT_LINES + 1 and report.endswith("run abidiff for the full report")
+    doc = {"old": {"name": "a", "version": "1"}, "new": {"name": "a", "version": "2"}, "status": "failed",
+           "summary": "x", "required_bump": "major", "actual_bump": None, "filtered": {}, "unchecked": [],
+           "findings": [{"kind": "abidiff_incompatible", "library": "libx.so", "symbol": None, "demangled": None,
+                         "required_bump": "major", "detail": "abidiff: incompatible ABI change:" + report}]}
+    assert "\n        [D] f1()" in render_text(doc)
+    md = render_markdown(doc)
+    assert "\n  ```\n" in md and "\n    [D] f1()" in md
