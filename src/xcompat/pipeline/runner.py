@@ -309,7 +309,7 @@ class Stages:
             return StageResult(name="abi", status="skipped", detail="no baseline to diff against")
         if not self.wheels:
             return StageResult(name="abi", status="skipped", detail="no wheel to diff (the build failed)")
-        policy = p.path("abi-policy.json")
+        policy = p.path(".inputs", "abi-policy.json")  # an input, not a result: a hidden folder
         jsonio.write_json(policy, self.settings.abi_policy_document())
         argv: list[str | os.PathLike[str]] = [
             "abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),

@@ -24,7 +24,9 @@ def report_from_folder(
     title: str = "xcompat report",
     artifact_url: str | None = None,
     notes: Iterable[str] = (),
+    display_root: Path | None = None,
 ) -> tuple[LoadedResults, Report]:
+    """``display_root``: skipped files are named relative to it (a run names them inside its output folder)."""
     from xcompat.report.aggregate import build_report
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -41,7 +43,15 @@ def report_from_folder(
                              "CI refuses it until it is signed)")
         if settings.overridden:
             all_notes.append("settings overridden on the command line: " + ", ".join(settings.overridden))
-    all_notes += [f"not a stage result, ignored: {path}" for path in loaded.skipped_files]
+    def shown(path: str) -> str:
+        if display_root is None:
+            return path
+        try:
+            return str(Path(path).relative_to(display_root))
+        except ValueError:
+            return path
+
+    all_notes += [f"not a stage result, ignored: {shown(path)}" for path in loaded.skipped_files]
     report = build_report(loaded.results, loaded.plan, title=title, artifact_url=artifact_url, notes=all_notes,
                           settings=settings, project=project)
     if settings is not None and settings.signed is False:

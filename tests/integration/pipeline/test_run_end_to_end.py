@@ -50,7 +50,12 @@ def test_report_names_the_abi_break_and_the_cell(demo_run):
     report = json.loads((out / "report.json").read_text())
     assert report["conclusion"] == "failure"
     md = (out / "report.md").read_text()
-    assert "symbol_removed" in md.replace("\\_", "_") and "sample_legacy_sum" in md.replace("\\_", "_")
+    assert "symbol_removed" in {f["kind"] for f in report["abi"]["findings"]}
+    assert "sample_legacy_sum" in md.replace("\\_", "_")
+    # the run's own verify.json is listed as skipped, by its name inside the output folder
+    assert "not a stage result, ignored: verify.json" in report["notes"]
+    # the signed policy applied: bumps {glibc_floor_raised: minor}
+    assert all(f["required_bump"] == "minor" for f in report["abi"]["findings"] if f["kind"] == "glibc_floor_raised")
     html = (out / "report.html").read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "<script" not in html.lower()
     assert run_cell(out) in html
