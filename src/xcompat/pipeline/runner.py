@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from xcompat.pipeline.local import (
     python_tag,
 )
 from xcompat.resources import data_dir
+from xcompat.settings import is_ci
 
 RUN_VERSION = 1
 # Stages whose own command writes a stage result, and where.
@@ -120,6 +121,17 @@ class Stages:
         self.cells: list[dict[str, Any]] = []
         self.wheels: list[Path] = []
         self.site: Path | None = None
+        self.halted: str | None = None  # why the remaining stages do not run
+
+    def guarded(self, name: str, stage: Callable[[], StageResult]) -> Callable[[], StageResult]:
+        """The stage, or "skipped" when an earlier stage halted the run (the report always runs)."""
+
+        def run() -> StageResult:
+            if self.halted is not None and name != "report":
+                return StageResult(name=name, status="skipped", detail=f"not run: {self.halted}")
+            return stage()
+
+        return run
 
     # 1. signature
     def verify(self) -> StageResult:
@@ -136,6 +148,9 @@ class Stages:
                 result.status = "error"
                 result.detail = (f"the matrix changed while the run read it (verified sha256 {verified}, "
                                  f"settings from {self.settings.matrix_sha256})")
+        if result.status != "passed" and is_ci(p.env):
+            # In CI nothing runs with settings from a matrix that did not verify.
+            self.halted = "the matrix signature did not verify"
         return result
 
     # 2. plan: the cells this machine can serve
@@ -442,6 +457,7 @@ def run_pipeline(config: RunConfig) -> int:
         ("coverage", stages.coverage),
         ("report", stages.report),
     ]
+    sequence = [(name, stages.guarded(name, fn)) for name, fn in sequence]
     results = pipe.execute(sequence, current_cell=lambda: stages.cell_id)
     elapsed = time.monotonic() - start
     summary = {

@@ -178,3 +178,31 @@ def test_the_abi_stage_applies_the_signed_bumps(tmp_path: Path):
     argv = seen[0]
     policy_file = Path(argv[argv.index("--policy") + 1])
     assert make_policy(__import__("json").loads(policy_file.read_text())).rules["glibc_floor_raised"] == "minor"
+
+
+def test_in_ci_a_matrix_that_does_not_verify_runs_nothing(tmp_path: Path):
+    import shutil
+
+    from xcompat.matrix import load_matrix
+    from xcompat.settings import resolve_settings
+
+    folder = tmp_path / ".xcompat"
+    folder.mkdir()
+    for name in ("matrix.yml", "matrix.yml.sig", "allowed_signers"):
+        shutil.copy(SAMPLE / ".xcompat" / name, folder / name)
+    matrix = folder / "matrix.yml"
+    # a pull request's edit of the signed file: the signature no longer holds
+    matrix.write_text(matrix.read_text().replace("timeout: 120", 'timeout: 120\n  pytest-args: ["--deselect", "x"]'))
+    settings = resolve_settings(load_matrix(matrix), signed=True)
+    assert settings.tests.pytest_args == ("--deselect", "x")
+    cfg = RunConfig(project=_project(tmp_path), matrix=matrix, allowed_signers=folder / "allowed_signers",
+                    baseline=None, out=tmp_path / "out", settings=settings, facts=NO_TORCH, signed=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_"))}, "CI": "true"}
+    pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()), env=env)
+    stages = Stages(pipe)
+    results = pipe.execute([(name, stages.guarded(name, fn)) for name, fn in
+                            (("verify", stages.verify), ("plan", stages.plan), ("test", stages.test))])
+    assert results[0].status != "passed"
+    assert [r.status for r in results[1:]] == ["skipped", "skipped"]
+    assert all("signature did not verify" in r.detail for r in results[1:])
+    assert not pipe.path("test.json").exists()
