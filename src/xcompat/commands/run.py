@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from xcompat.outputs import OutputDir
 
 
@@ -24,6 +25,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="matrix (default: PROJECT/.xcompat/matrix.yml; none there: run `xcompat matrix init`)")
     parser.add_argument("--allowed-signers", type=Path, metavar="PATH",
                         help="trust list (default: next to the matrix: .xcompat/allowed_signers)")
+    parser.add_argument("--trust-ref", metavar="REF",
+                        help="protected git ref the trust list (and previous serial) come from, as in "
+                        "`xcompat matrix verify --trust-ref`; in CI pass the base branch")
     parser.add_argument("--baseline", type=Path, metavar="PATH",
                         help="last release to diff the ABI against: a project folder, wheel, folder of wheels or "
                              "ABI snapshot (default for the sample: examples/sample-ext)")

@@ -46,6 +46,7 @@ class RunConfig:
     settings: Settings | None = None  # resolved once: defaults < signed matrix < command line (local only)
     facts: ProjectFacts | None = None  # what the project is: does it use torch
     signed: bool = True  # False: a local run of an unsigned matrix (right after `matrix init`)
+    trust_ref: str | None = None  # the protected ref the trust list comes from (matrix verify --trust-ref)
 
 
 @dataclass(kw_only=True)

@@ -91,6 +91,10 @@ def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = Non
         "tests.pytest-args": list(args.pytest_args) if getattr(args, "pytest_args", None) else None,
     }
     settings = resolve_settings(loaded, overrides, env=env, signed=signed)
+    trust_ref = getattr(args, "trust_ref", None)
+    if signed and is_ci(env) and trust_ref is None:
+        log.warning("CI run without --trust-ref: the trust list is read from this checkout, which a pull "
+                    "request can change; pass --trust-ref with the base branch")
     baseline = args.baseline
     if baseline is None and demo:
         baseline = release
@@ -105,6 +109,7 @@ def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = Non
         settings=settings,
         facts=project_facts(project),
         signed=signed,
+        trust_ref=trust_ref,
     )
 
 
@@ -139,9 +144,12 @@ class Stages:
         if not self.cfg.signed or self.cfg.allowed_signers is None:
             return StageResult(name="verify", status="skipped",
                                detail="unsigned matrix: not verified (a local run only; CI refuses it)")
-        result = p.run_command("verify", p.xcompat(
+        argv: list[str | os.PathLike[str]] = [
             "matrix", "verify", self.cfg.matrix, "--allowed-signers", self.cfg.allowed_signers,
-            "--json", p.path("verify.json")), outputs=[p.path("verify.json")])
+            "--json", p.path("verify.json")]
+        if self.cfg.trust_ref:
+            argv += ["--trust-ref", self.cfg.trust_ref]
+        result = p.run_command("verify", p.xcompat(*argv), outputs=[p.path("verify.json")])
         if result.status == "passed":
             verified = (load_json(p.path("verify.json")) or {}).get("sha256")
             if verified != self.settings.matrix_sha256:

@@ -206,3 +206,20 @@ def test_in_ci_a_matrix_that_does_not_verify_runs_nothing(tmp_path: Path):
     assert [r.status for r in results[1:]] == ["skipped", "skipped"]
     assert all("signature did not verify" in r.detail for r in results[1:])
     assert not pipe.path("test.json").exists()
+
+
+def test_trust_ref_reaches_the_verify_stage(tmp_path: Path):
+    cfg = resolve_config(_args(["--trust-ref", "origin/main"]), env={})
+    assert cfg.trust_ref == "origin/main"
+    pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()))
+    stages = Stages(pipe)
+    seen: list[list[str]] = []
+
+    def capture(name, argv, **kwargs):  # records the command line; verification itself is tested in tests/*/signing
+        seen.append(list(argv))
+        return StageResult(name=name, status="failed", detail="exit 3")
+
+    pipe.run_command = capture  # type: ignore[method-assign]
+    stages.verify()
+    argv = seen[0]
+    assert argv[argv.index("--trust-ref") + 1] == "origin/main"
