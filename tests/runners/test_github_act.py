@@ -1,0 +1,246 @@
+"""The GitHub workflows and the composite action as shipped, run by nektos/act on this machine.
+
+One pull request from a fork goes through the reusable workflow (verify + plan, build, test,
+report as a bundle with the read-only token, gate) and is then reported by the two-stage
+`xcompat-report.yml`. A change with a failing test then runs test -> abi -> report -> gate on
+the green run's artifacts and turns red. The GitHub API is the loopback fake checked against
+GitHub's OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.helpers import fake_github
+from tests.runners.harness import (
+    OWNER,
+    REPO_ROOT,
+    REPOSITORY,
+    Project,
+    commit_all,
+    git,
+    install_workflow,
+    pin_xcompat,
+    run_act,
+    sample_project,
+    snapshot_xcompat,
+)
+
+pytestmark = [
+    pytest.mark.timeout(1800),
+    pytest.mark.skipif(fake_github.contract_missing_reason() is not None,
+                       reason=str(fake_github.contract_missing_reason())),
+]
+
+REPO_ID = 4242
+FORK = "contributor/sample-ext"
+PR_NUMBER = 7
+
+
+def readme_caller_workflow() -> str:
+    """The caller workflow exactly as the README shows it (the block under "Use it in GitHub Actions")."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Use it in GitHub Actions", 1)[1]
+    return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+
+
+@dataclass
+class GreenRun:
+    project: Project
+    head: str
+    work: Path
+    forge: Path
+    sha: str
+    fake: fake_github.FakeGitHub
+    run_id: int
+
+
+def pull_request_event(project: Project, head: str, *, fork: bool, number: int = PR_NUMBER) -> dict:
+    repo = {"id": REPO_ID, "name": "sample-ext", "full_name": REPOSITORY, "owner": {"login": OWNER},
+            "url": f"https://api.github.com/repos/{REPOSITORY}", "default_branch": "main"}
+    head_repo = {"id": 9999, "full_name": FORK, "name": "sample-ext", "owner": {"login": FORK.split("/")[0]}} \
+        if fork else repo
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {"number": number, "head": {"sha": head, "ref": "topic", "repo": head_repo},
+                         "base": {"sha": project.base, "ref": "main", "repo": repo}},
+        "repository": repo,
+    }
+
+
+@pytest.fixture(scope="module")
+def green(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GreenRun]:
+    work = tmp_path_factory.mktemp("act")
+    forge = work / "forge"
+    sha = snapshot_xcompat(forge)
+    project = sample_project(work / "sample-ext")
+    # The user's CI: the README's caller, the reusable workflow and the fork report workflow,
+    # with the one thing a user fills in (the xcompat commit they reviewed) and a self-hosted
+    # build (no docker here, so the native backend instead of cibuildwheel's containers).
+    caller = pin_xcompat(readme_caller_workflow(), sha)
+    caller, added = re.subn(r"\n(\s+)(xcompat-ref: .*)\n", r"\n\1\2\n\1build-args: |\n\1  --backend\n\1  native\n",
+                            caller, count=1)
+    assert added == 1 and yaml.safe_load(caller)["jobs"]["xcompat"]["with"]["build-args"] == "--backend\nnative\n"
+    install_workflow(project.path, "ci.yml", caller)
+    install_workflow(project.path, "xcompat.yml", (REPO_ROOT / "workflows" / "xcompat.yml").read_text())
+    install_workflow(project.path, "xcompat-report.yml",
+                     pin_xcompat((REPO_ROOT / "workflows" / "xcompat-report.yml").read_text(), sha))
+    commit_all(project.path, "CI workflows")
+    project.base = git(project.path, "rev-parse", "HEAD")
+    (project.path / "CHANGES.md").write_text("a contributor's change\n")
+    head = commit_all(project.path, "contributor change")
+    fake = fake_github.start(fake_github.FakeGitHub(fake_github.load_contract(), owner=OWNER, repo="sample-ext"))
+    fake.add_pull(PR_NUMBER, head, head_repo=FORK)
+    run = run_act(project.path, "pull_request", pull_request_event(project, head, fork=True), work=work,
+                  forge=forge, run_id=101, token="read-only-token", api_url=fake.url, workflow="ci.yml",
+                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+    try:
+        assert run.returncode == 0, run.log[-8000:]
+        yield GreenRun(project=project, head=head, work=work, forge=forge, sha=sha, fake=fake, run_id=101)
+    finally:
+        fake_github.stop(fake)
+
+
+def artifact(green: GreenRun, name: str, run_id: int | None = None) -> Path:
+    return green.work / "artifacts" / str(run_id or green.run_id) / name
+
+
+def test_fork_pull_request_runs_every_stage_green(green: GreenRun) -> None:
+    project = green.project
+    plan = json.loads((artifact(green, "xcompat-plan") / "plan.json").read_text())
+    assert [c["id"] for c in plan["cells"]] == [project.cell]
+    [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("sample_ext-*.whl")
+    assert "manylinux" in wheel.name and zipfile.ZipFile(wheel).testzip() is None
+    results = {p.name for p in (artifact(green, f"xcompat-results-{project.cell}-test") / project.cell).iterdir()}
+    assert {"test.json", "junit.xml"} <= results
+    test = json.loads((artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "test.json").read_text())
+    assert test["status"] == "passed", test.get("summary")
+    # The fork's run had a read-only token: nothing was posted; the bundle waits for stage two.
+    assert not [r for r in green.fake.requests if r["method"] != "GET"]
+    assert (artifact(green, "xcompat-report") / "report.json").is_file()
+    assert green.fake.violations == []
+
+
+def test_report_workflow_posts_the_fork_bundle(green: GreenRun) -> None:
+    head = green.head
+    event = {
+        "action": "completed",
+        "workflow_run": {"id": green.run_id, "event": "pull_request", "conclusion": "success", "head_sha": head,
+                         "head_branch": "topic", "pull_requests": [],
+                         "head_repository": {"full_name": FORK, "owner": {"login": FORK.split("/")[0]}}},
+        "repository": {"id": REPO_ID, "full_name": REPOSITORY, "url": f"https://api.github.com/repos/{REPOSITORY}"},
+    }
+    run = run_act(green.project.path, "workflow_run", event, work=green.work, forge=green.forge, run_id=102,
+                  token="good-token", api_url=green.fake.url, workflow="xcompat-report.yml",
+                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+    assert run.returncode == 0, run.log[-6000:]
+    [check] = [c for c in green.fake.check_runs.values() if c["head_sha"] == head]
+    assert check["status"] == "completed" and check["conclusion"] == "success"
+    [comment] = green.fake.comments[PR_NUMBER]
+    assert green.project.cell in comment["body"]
+    assert green.fake.violations == []
+
+
+RED_WORKFLOW = """\
+name: Red cell
+on: pull_request
+permissions: {}
+jobs:
+  red:
+    runs-on: ubuntu-24.04
+    permissions:
+      contents: read
+      checks: write
+      pull-requests: write
+    steps:
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
+        with:
+          persist-credentials: false
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
+        with:
+          repository: org/xcompat-action
+          ref: XCOMPAT_SHA
+          path: .xcompat-action
+          persist-credentials: false
+      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0
+        with:
+          name: xcompat-plan
+          path: .xcompat-out
+          run-id: GREEN_RUN
+          github-token: ${{ github.token }}
+      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0
+        with:
+          pattern: xcompat-wheels-*
+          merge-multiple: true
+          path: .xcompat-out/wheelhouse
+          run-id: GREEN_RUN
+          github-token: ${{ github.token }}
+      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0
+        with:
+          pattern: xcompat-results-*-build
+          merge-multiple: true
+          path: .xcompat-out/results
+          run-id: GREEN_RUN
+          github-token: ${{ github.token }}
+      - id: test
+        uses: ./.xcompat-action
+        with:
+          stage: test
+          cell: CELL
+          frameworks: '{"torch": "2.13"}'
+          fail-on-error: "false"
+      - id: abi
+        uses: ./.xcompat-action
+        with:
+          stage: abi
+          abi-old: .xcompat/abi-baseline.json.gz
+          abi-new: .xcompat-out/wheelhouse
+          fail-on-error: "false"
+      - id: report
+        uses: ./.xcompat-action
+        with:
+          stage: report
+          fail-on-error: "false"
+      - id: gate
+        uses: ./.xcompat-action
+        with:
+          stage: gate
+          require-kinds: build,test
+          abi-diff: .xcompat-out/abi-diff.json
+"""
+
+
+def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
+    project = green.project
+    git(project.path, "checkout", "-q", "-b", "red", green.head)
+    # The baseline the ABI stage diffs against: a snapshot of the green run's wheel.
+    import subprocess
+    import sys
+
+    [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("*.whl")
+    subprocess.run([sys.executable, "-m", "xcompat", "abi", "snapshot", str(wheel), "--output",
+                    str(project.path / ".xcompat" / "abi-baseline.json.gz")], check=True, capture_output=True)
+    (project.path / "tests" / "test_regression.py").write_text(
+        "def test_scale_is_kept():\n    assert 2 * 3 == 7, 'the scale factor was dropped'\n")
+    text = (RED_WORKFLOW.replace("XCOMPAT_SHA", green.sha).replace("GREEN_RUN", str(green.run_id))
+            .replace("CELL", project.cell))
+    install_workflow(project.path, "red.yml", text)
+    head = commit_all(project.path, "a change whose test fails")
+    green.fake.add_pull(PR_NUMBER + 1, head)
+    run = run_act(project.path, "pull_request", pull_request_event(project, head, fork=False, number=PR_NUMBER + 1),
+                  work=green.work, forge=green.forge, run_id=103, token="good-token", api_url=green.fake.url,
+                  workflow="red.yml", extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+    assert run.returncode != 0 and run.jobs.get("Red cell/red") == "failure", run.log[-6000:]
+    [check] = [c for c in green.fake.check_runs.values() if c["head_sha"] == head]
+    assert check["conclusion"] == "failure"
+    assert "test_scale_is_kept" in json.dumps(check.get("_output"))
+    assert "release refused" in run.log or "not allowed" in run.log or "refused" in run.log
+    assert green.fake.violations == []
