@@ -113,3 +113,10 @@ def test_screenshots_are_written(pages, name):
     shot: Path = pages[name]["shot"]
     assert chromium.png_size(shot) == (WIDTH, 1100)
     assert shot.stat().st_size > 10_000  # a rendered page, not a blank one
+
+
+def test_crash_page_names_the_test_frame_and_shows_the_output(pages):
+    page = pages["crash"]["page"].read_text(encoding="utf-8")
+    m = pages["crash"]["m"]
+    assert "tests/test_native.py:11 in test_segfault" in m["problems"][0]["text"]
+    assert "line 11 in test_segfault" in page and "reading address 0 through ctypes" in page

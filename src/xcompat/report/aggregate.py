@@ -48,12 +48,12 @@ def log_tail(text: str, *, lines: int | None = None, chars: int | None = None) -
 
 
 def _result_tail(result: StageResult) -> str:
-    """``log_tail`` of a build error or of an envelope ``xcompat run`` wrote for a stage."""
-    value = result.data.get("log_tail")
-    if isinstance(value, str) and value.strip():
-        return log_tail(value)
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return log_tail("\n".join(value))
+    for key in ("log_tail", "output_tail"):
+        value = result.data.get(key)
+        if isinstance(value, str) and value.strip():
+            return log_tail(value)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return log_tail("\n".join(value))
     return ""
 
 
@@ -99,7 +99,26 @@ def _cell_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
         "toolkit": str(toolkit) if toolkit not in (None, "") else None,
         "frameworks": fw,
         "required": bool(spec.get("required", True)),
+        # The runner labels the plan gave the cell: the report names them when its job never reported.
+        "runs_on": tuple(str(x) for x in spec.get("runs_on") or () if isinstance(x, str))
+        if isinstance(spec.get("runs_on"), list)
+        else (),
     }
+
+
+def _tested_frameworks(results: Iterable[StageResult]) -> tuple[tuple[str, str], ...]:
+    """The framework versions a cell actually ran with, from its probe result (torch, numpy)."""
+    for result in results:
+        if result.kind != "probe":
+            continue
+        found = []
+        for name in ("numpy", "torch"):
+            entry = result.data.get(name)
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if isinstance(version, str) and version:
+                found.append((name, version))
+        return tuple(found)
+    return ()
 
 
 def _location(case: K.TestCase) -> tuple[str | None, int | None]:
@@ -114,8 +133,11 @@ def _location(case: K.TestCase) -> tuple[str | None, int | None]:
 
 def _case_tail(case: K.TestCase) -> str:
     if case.crash_traceback.strip():
-        output = case.output_tail
-        return log_tail((output.rstrip() + "\n" if output.strip() else "") + case.crash_traceback)
+        # The user's frames first (a plain tail keeps pytest's frames and cuts the test's), then the output.
+        from xcompat.report.tails import crash_tail
+
+        limits = load_limits()
+        return crash_tail(case.crash_traceback, case.output_tail, lines=limits.log_tail_lines, chars=limits.log_tail_chars)
     for text in (case.output_tail, case.longrepr):
         if text.strip():
             return log_tail(text)
@@ -192,8 +214,9 @@ def _as_results(results: Iterable[StageResult | Mapping[str, Any]]) -> list[Stag
 
 
 def _display_spec(cell_id: str, results: list[StageResult]) -> dict[str, Any]:
-    """A cell no plan describes: what its id says (``xcompat.model.cell_id``)."""
-    spec = cell_from_id(cell_id)
+    embedded = next((r.data["cell"] for r in results if isinstance(r.data.get("cell"), dict)), None)
+    spec = dict(embedded) if embedded and isinstance(embedded.get("id"), str) else cell_from_id(cell_id)
+    spec["id"] = cell_id
     spec.setdefault("required", True)
     return spec
 
@@ -269,6 +292,7 @@ def build_report(
         cell = CellReport(
             **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
             stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
+            tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
         )
         cells.append(cell)
         if cell.status in ("missing", "skipped") and required:
@@ -293,8 +317,16 @@ def build_report(
         bump = worst_bump([f.required_bump for f in abi_findings] + declared)
         worst_abi = max(abi_results, key=lambda r: severity(r.status))
         abi_findings.sort(key=lambda f: (-bump_rank(f.required_bump), f.library, f.display_symbol))
+        # The version change the ABI diff saw, for the report's "release as X" line (one diff: unambiguous).
+        facts = worst_abi.data
+        actual = facts.get("actual_bump")
+        old = facts.get("old") if isinstance(facts.get("old"), dict) else {}
+        new = facts.get("new") if isinstance(facts.get("new"), dict) else {}
         abi = AbiSection(required_bump=bump, findings=tuple(abi_findings), status=worst_abi.status,
-                         summary="; ".join(r.summary for r in abi_results if r.summary))
+                         summary="; ".join(r.summary for r in abi_results if r.summary),
+                         actual_bump=actual if actual in ("major", "minor", "patch", "none") else None,
+                         old_version=old.get("version") if isinstance(old.get("version"), str) else None,
+                         new_version=new.get("version") if isinstance(new.get("version"), str) else None)
 
     coverage = None
     if coverage_results:

@@ -91,3 +91,17 @@ def test_demo_coverage_uses_language_names():
     text = render(report_pages.demo(), "markdown")
     assert "C 78.0%, C++ 100.0%, Python 86.8%" in text
     assert "diff coverage not measured (threshold 70.0%)" in text
+
+
+def test_demo_names_the_release_and_the_versions_actually_tested():
+    text = render(report_pages.demo(), "markdown")
+    head = top(text, 6)
+    assert "release as 2.0.0" in head and "1.0.0 → 1.1.0" in head
+    grid = text.split("### Matrix", 1)[1].split("###", 1)[0]
+    assert "ran numpy 2.4.6" in grid and "torch 2.13.0" not in grid
+
+
+def test_plan56_names_the_runner_labels_that_never_came(plan56):
+    text = render(plan56, "markdown", "pr_comment")
+    assert "runner `self-hosted, linux, x64, gpu, cuda`" in top(text)
+    assert "8 mps (runner `macos-14`)" in text
