@@ -285,9 +285,26 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     )
 
 
+_DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
+    "tests.kernels": (lambda v: v in ("all", "none") or _strings(v), "all, none or kernel names"),
+    "tests.pytest": (_strings, "a list of paths"),
+    "tests.pytest-args": (_strings, "a list of strings"),
+    "tests.isolation": (lambda v: v in ISOLATIONS, "none, file or test"),
+    "tests.timeout": (lambda v: _number(v) and v >= 0, "seconds"),
+    "abi.baseline": (lambda v: v in BASELINES, " or ".join(BASELINES)),
+    "abi.gate": (lambda v: v is None or _strings(v), "null or finding kinds"),
+    "abi.bumps": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and b in BUMPS for k, b in v.items()),
+                  "a mapping of finding kind to bump"),
+    "coverage.overall": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
+    "coverage.diff": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
+    "gate.tag-pattern": (lambda v: isinstance(v, str), "a glob"),
+    "gate.required-backends": (_strings, "a list of backends"),
+}
+
+
 def settings_from_document(document: Any, *, source: str = "<settings>") -> Settings:
-    """Read back ``Settings.to_dict()`` (a run's ``settings.json``)."""
-    _expect(isinstance(document, dict) and document.get("kind") == "settings", "$", "a settings document",
+    """Read back ``Settings.to_dict()`` (a run's ``settings.json``), key by key."""
+    _expect(isinstance(document, dict) and document.get("kind") == "settings", "$.kind", "a settings document",
             document if not isinstance(document, dict) else document.get("kind"), source)
     _expect(document.get("version") == SETTINGS_VERSION, "$.version", f"{SETTINGS_VERSION}",
             document.get("version"), source)
@@ -295,25 +312,35 @@ def settings_from_document(document: Any, *, source: str = "<settings>") -> Sett
     _expect(isinstance(values, dict), "$.settings", "an object", values, source)
     unknown = sorted(set(values) - set(defaults()))
     _expect(not unknown, "$.settings", "known keys only", unknown, source)
-    plan_shape = {
-        "tests": {"kernels": values.get("tests.kernels"), "pytest": values.get("tests.pytest"),
-                  "pytest_args": values.get("tests.pytest-args"), "isolation": values.get("tests.isolation"),
-                  "timeout": values.get("tests.timeout")},
-        "abi": {"baseline": values.get("abi.baseline"), "gate": values.get("abi.gate"),
-                "bumps": values.get("abi.bumps")},
-        "coverage": {"overall": values.get("coverage.overall"), "diff": values.get("coverage.diff")},
-        "gate": {"tag_pattern": values.get("gate.tag-pattern"),
-                 "required_backends": values.get("gate.required-backends")},
-    }
-    settings = settings_from_plan({"settings": plan_shape, "matrix_sha256": document.get("matrix_sha256")},
-                                  source=source)
+    missing = sorted(set(defaults()) - set(values))
+    _expect(not missing, "$.settings", "every settings key", f"missing {', '.join(missing)}", source)
+    for key, (check, what) in _DOCUMENT_CHECKS.items():
+        _expect(bool(check(values[key])), f"$.settings.{key}", what, values[key], source)
     origin = document.get("origin")
     signed = document.get("signed")
     overridden = document.get("overridden") or []
+    sha = document.get("matrix_sha256")
     _expect(origin in ("defaults", "matrix", "plan"), "$.origin", "defaults, matrix or plan", origin, source)
     _expect(signed is None or isinstance(signed, bool), "$.signed", "true, false or null", signed, source)
     _expect(_strings(overridden), "$.overridden", "a list of keys", overridden, source)
-    return replace(settings, origin=origin, signed=signed, overridden=tuple(overridden))
+    _expect(sha is None or isinstance(sha, str), "$.matrix_sha256", "a hex string or null", sha, source)
+    v = values
+    kernels = v["tests.kernels"]
+    return Settings(
+        tests=TestSettings(
+            kernels="all" if kernels == "all" else () if kernels == "none" else tuple(kernels),
+            pytest_paths=tuple(v["tests.pytest"]), pytest_args=tuple(v["tests.pytest-args"]),
+            isolation=v["tests.isolation"], timeout=float(v["tests.timeout"]),
+        ),
+        abi=AbiPolicy(baseline=v["abi.baseline"], gating=None if v["abi.gate"] is None else tuple(v["abi.gate"]),
+                      bumps=MappingProxyType(dict(v["abi.bumps"]))),
+        coverage=CoverageThresholds(
+            overall=None if v["coverage.overall"] is None else float(v["coverage.overall"]),
+            diff=None if v["coverage.diff"] is None else float(v["coverage.diff"]),
+        ),
+        gate=GateSettings(tag_pattern=v["gate.tag-pattern"], required_backends=tuple(v["gate.required-backends"])),
+        matrix_sha256=sha or None, origin=origin, signed=signed, overridden=tuple(overridden),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.helpers.report import make_cell, make_plan, make_test, make_test_result, stage_result
 
 from xcompat.settings import ProjectFacts, defaults_settings
@@ -77,3 +78,23 @@ def test_report_reads_a_folder_of_downloaded_artifacts(tmp_path: Path):
     (art / f"results-{b.id}" / "test.json").unlink()
     proc = _report(str(art), "--format", "json")
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({**defaults_settings().to_dict(), "settings": {**defaults_settings().to_dict()["settings"],
+                                                         "tests.timeout": "soon"}},
+         "$.settings.tests.timeout: expected seconds, got 'soon'"),
+        ({"version": 1, "kind": "settings", "origin": "matrix", "settings": {"tests.timeout": 3}},
+         "missing abi.baseline"),
+        ({"version": 2, "kind": "settings", "settings": {}}, "$.version"),
+        ({"version": 1, "kind": "settings", "origin": "matrix", "settings": {"tests.shards": 4}}, "known keys only"),
+    ],
+)
+def test_a_malformed_settings_json_is_one_line_exit_2(tmp_path: Path, document, message):
+    out = _run_folder(tmp_path)
+    _write(out / "settings.json", document)
+    proc = _report(str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "settings.json" in proc.stderr and message in proc.stderr and "Traceback" not in proc.stderr

@@ -214,3 +214,13 @@ def test_matrix_settings_gives_the_test_argv_and_the_abi_policy(tmp_path: Path):
     assert policy.returncode == 0, policy.stderr
     applied = make_policy(json.loads(policy.stdout), source="abi-policy")
     assert applied.rules["glibc_floor_raised"] == "minor" and applied.gate == frozenset({"symbol_removed"})
+
+
+@pytest.mark.parametrize("cells", [["not a cell"], [{"id": "c"}], [{"id": 5, "python": [], "platform": {}}]])
+def test_matrix_settings_hostile_plan_cells_are_input_errors(tmp_path: Path, cells):
+    m = load_matrix(sample_matrix_path())
+    plan = json.loads(json.dumps(plan_document(m, expand(m))))
+    plan["cells"] = cells
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    proc = _cli("matrix", "settings", "--plan", "plan.json", "--cell", "c", cwd=tmp_path, ci=False)
+    assert proc.returncode == 2 and "plan.json" in proc.stderr and "Traceback" not in proc.stderr
