@@ -21,8 +21,13 @@ if [ ! -f "$VENV/.complete" ]; then
   echo "test-cuda-build: creating $VENV (torch 2.14.1 CUDA 13 + pip CUDA toolkit, about 5.6 GB)"
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
-  PIP_CACHE_DIR="$CACHE/cuda-build/pip-cache" "$VENV/bin/python" -m pip install --quiet \
-    --disable-pip-version-check -r "$REQ"
+  log="$CACHE/cuda-build/pip-install.log"
+  if ! PIP_CACHE_DIR="$CACHE/cuda-build/pip-cache" "$VENV/bin/python" -m pip install --quiet \
+      --disable-pip-version-check -r "$REQ" >"$log" 2>&1; then
+    grep -v "^WARNING: Location" "$log" | tail -40
+    echo "test-cuda-build: installing the venv failed (full log: $log)"
+    exit 4
+  fi
   touch "$VENV/.complete"
 fi
 for old in "$CACHE"/cuda-build/venv-*; do
