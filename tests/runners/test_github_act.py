@@ -48,7 +48,7 @@ def readme_caller_workflow() -> str:
     """The caller workflow exactly as the README shows it (the block under "Use it in GitHub Actions")."""
     readme = (REPO_ROOT / "README.md").read_text()
     section = readme.split("## Use it in GitHub Actions", 1)[1]
-    return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    return re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1)
 
 
 @dataclass

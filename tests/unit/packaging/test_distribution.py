@@ -50,7 +50,7 @@ def test_licence_file_is_the_apache_2_text_and_ships_in_the_wheel(wheel: zipfile
 def test_wheel_holds_no_private_key_and_no_local_build_output(wheel: zipfile.ZipFile) -> None:
     names = wheel.namelist()
     for name in names:
-        if name.endswith(".pub") or name.endswith("/"):
+        if name.endswith((".pub", "/")):
             continue
         head = wheel.read(name)[:200]
         assert b"PRIVATE KEY" not in head, f"{name} is a private key"
@@ -160,7 +160,7 @@ def test_group_without_subcommand_prints_the_group_help(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert out.startswith("usage: xcompat matrix")
     for sub in ("validate", "sign", "verify", "plan"):
-        assert re.search(rf"^\s+{sub}\s", out, re.M), sub
+        assert re.search(rf"^\s+{sub}\s", out, re.MULTILINE), sub
     assert main([]) == 2
     assert capsys.readouterr().out.startswith("usage: xcompat [")
 
