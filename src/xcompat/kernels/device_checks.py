@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 # expf's error bound in CUDA's and HIP's math libraries (without fast math): 2 ulp; one
 # more half ulp for the rounding of the float64 reference to float32.
 EXPF_ULPS = 2.5

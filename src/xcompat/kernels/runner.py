@@ -23,10 +23,10 @@ from xcompat.kernels.execute import (  # noqa: F401 - re-exported: the runner's 
     POISON_MODES,
     call_kernel,
     reference_for,
-    first_line as _first_line,
     run_case,
     to_host,
 )
+from xcompat.kernels.execute import first_line as _first_line
 from xcompat.kernels.tolerances import ToleranceTable, load_tolerances
 
 OPCHECK_OPS = ("add", "fma", "exp", "softmax", "sum", "scatter_add")

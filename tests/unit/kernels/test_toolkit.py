@@ -189,5 +189,5 @@ def test_archs_come_from_the_matrix_then_the_variable_then_the_device() -> None:
 
 def test_no_arch_and_no_gpu_is_exit_5_not_an_index_error() -> None:
     with pytest.raises(UnavailableError) as info:
-        resolve_device_archs(torch_cuda="13.0", torch_hip=None, env={}, probe=lambda: [])
+        resolve_device_archs(torch_cuda="13.0", torch_hip=None, env={}, probe=list)
     assert info.value.exit_code == 5 and "gpu-archs" in str(info.value)
