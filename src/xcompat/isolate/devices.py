@@ -46,7 +46,13 @@ def plan_slots(
     if backend == "cuda":
         outer = env.get("CUDA_VISIBLE_DEVICES")
         entries = parse_visible_list(outer)[:count] if outer is not None else [str(i) for i in range(count)]
-        slots = [DeviceSlot(label=f"cuda:{e}", env=(("CUDA_VISIBLE_DEVICES", e),)) for e in entries]
+        pin: tuple[tuple[str, str], ...] = ()
+        if outer is None and not env.get("CUDA_DEVICE_ORDER"):
+            # Our own indices: in PCI bus order, so that worker cuda:N is nvidia-smi's and
+            # NVML's GPU N (CUDA's default order is fastest first). Outer indices keep the
+            # order they were written for.
+            pin = (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),)
+        slots = [DeviceSlot(label=f"cuda:{e}", env=(("CUDA_VISIBLE_DEVICES", e), *pin)) for e in entries]
     elif backend == "rocm":
         if env.get("HIP_VISIBLE_DEVICES") is not None:
             var, entries = "HIP_VISIBLE_DEVICES", parse_visible_list(env["HIP_VISIBLE_DEVICES"])[:count]

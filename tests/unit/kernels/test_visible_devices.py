@@ -68,3 +68,14 @@ def test_hidden_devices_and_repeats() -> None:
     assert visible_nvml_devices(gpus, {"CUDA_VISIBLE_DEVICES": "-1"}).devices == ()
     assert len(visible_nvml_devices(gpus, {"CUDA_VISIBLE_DEVICES": "0,0,1"}).devices) == 1
     assert len(visible_nvml_devices(gpus, {}).devices) == 2
+
+
+def test_runner_slots_pin_pci_order_only_for_their_own_indices() -> None:
+    own = slots.plan_slots("cuda", 2, {})
+    assert [dict(s.env) for s in own] == [{"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                                          {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
+    # indices from the outer job keep the order they were written in
+    outer = slots.plan_slots("cuda", 2, {"CUDA_VISIBLE_DEVICES": "3,1"})
+    assert [dict(s.env) for s in outer] == [{"CUDA_VISIBLE_DEVICES": "3"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    chosen = slots.plan_slots("cuda", 2, {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
+    assert all("CUDA_DEVICE_ORDER" not in dict(s.env) for s in chosen)
