@@ -2,9 +2,10 @@
 """``make device-check``: one bounded run of xcompat's GPU lane on a machine with a GPU.
 
 Meant for a GPU runner that may have no package registry: it uses the Python and the CUDA
-build of torch already installed there (xcompat runs from this checkout's ``src/``), and
-installs nothing unless ``DEVICE_CHECK_PIP_INSTALL`` names requirements to try (each such
-install is one more bounded step).
+build of torch already installed there (``DEVICE_CHECK_PYTHON`` picks another interpreter)
+and runs xcompat from this checkout's ``src/``. It installs nothing: a package missing
+there (pyelftools, jsonschema, ...) fails the steps that need it, with the import error in
+their logs; bring such wheels along and put them on ``PYTHONPATH``.
 
 Steps (each with its own timeout, inside a total budget; a failed step does not stop the
 run; every step's output goes to ``$OUT/logs/<step>.log``):
@@ -68,6 +69,7 @@ class DeviceCheck:
                                                                 self.env.get("PYTHONPATH", "")]))
         self.env["XCOMPAT_CACHE"] = str(out / "cache")
         self.env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+        self.env.setdefault("MAX_JOBS", str(max(2, min(8, os.cpu_count() or 2))))  # the cold kernel build
 
     def remaining(self) -> float:
         return TOTAL_BUDGET_S - (time.monotonic() - self.started)
