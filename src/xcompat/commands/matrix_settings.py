@@ -34,15 +34,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "`xcompat abi diff --policy` reads it; test-argv: the arguments of `xcompat test` "
                         "(tests.pytest, --isolate, --timeout, -- tests.pytest-args), one per line (default: env)")
     parser.add_argument("--project", type=Path, metavar="DIR",
-                        help="project folder: adds whether each stage is required for it (kernels need torch)")
+                        help="project folder: test-argv paths are given under it, and --cell says whether each "
+                        "stage is required for it (kernels need torch)")
     parser.epilog = ("Exit codes: 0 printed, 2 unreadable plan/matrix or unknown cell, "
                      "3 the sha256 does not match, or CI without a verified source.")
 
 
-def test_argv(settings: Settings) -> list[str]:
-    """The arguments of ``xcompat test`` these settings mean (paths relative to the project folder)."""
+def test_argv(settings: Settings, project: Path | None = None) -> list[str]:
+    """The arguments of ``xcompat test`` these settings mean.
+
+    ``tests.pytest`` paths are relative to the project: under ``project`` when given; with
+    ``--pyargs`` they are importable names and stay as they are.
+    """
     t = settings.tests
-    argv = [*t.pytest_paths, "--isolate", t.isolation, "--timeout", f"{t.timeout:g}"]
+    paths = list(t.pytest_paths)
+    if project is not None and "--pyargs" not in t.pytest_args:
+        paths = [str(project / p) for p in paths]
+    argv = [*paths, "--isolate", t.isolation, "--timeout", f"{t.timeout:g}"]
     if t.pytest_args:
         argv += ["--", *t.pytest_args]
     return argv
@@ -101,7 +109,7 @@ def execute(args: argparse.Namespace) -> int:
         if cell is None:
             raise InputError(f"cell {args.cell!r} is not in the plan", file=where,
                              hint="cell ids: xcompat matrix plan FILE --format json")
-        facts = project_facts(args.project) if args.project is not None else None
+        facts = project_facts(args.project) if args.project is not None and args.project.is_dir() else None
         stages = required_stages(cell, settings, facts)
         document_out["cell"] = {"id": cell.id, "backend": cell.backend, "required": cell.required}
         document_out["stages"] = {kind: {"required": req.required, "reason": req.reason}
@@ -119,7 +127,7 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "abi-policy":
         sys.stdout.write(json.dumps(settings.abi_policy_document(), indent=2, sort_keys=True) + "\n")
     elif args.format == "test-argv":
-        argv = test_argv(settings)
+        argv = test_argv(settings, args.project)
         bad = [a for a in argv if "\n" in a or "\r" in a or not a]
         if bad:
             raise InputError(f"a tests setting holds an empty or multi-line argument: {bad[0]!r}", file=where)

@@ -210,6 +210,10 @@ def test_matrix_settings_gives_the_test_argv_and_the_abi_policy(tmp_path: Path):
     argv = _cli("matrix", "settings", "--matrix", "m.yml", "--format", "test-argv", cwd=tmp_path, ci=False)
     assert argv.returncode == 0, argv.stderr
     assert argv.stdout.splitlines() == ["pkg.tests", "--isolate", "file", "--timeout", "90", "--", "--pyargs", "-x"]
+    (tmp_path / "paths.yml").write_text(matrix_text(extra="tests:\n  pytest: [tests/unit, tests/int]\n"))
+    under = _cli("matrix", "settings", "--matrix", "paths.yml", "--project", "proj", "--format", "test-argv",
+                 cwd=tmp_path, ci=False)
+    assert under.stdout.splitlines()[:2] == ["proj/tests/unit", "proj/tests/int"]
     policy = _cli("matrix", "settings", "--matrix", "m.yml", "--format", "abi-policy", cwd=tmp_path, ci=False)
     assert policy.returncode == 0, policy.stderr
     applied = make_policy(json.loads(policy.stdout), source="abi-policy")
