@@ -1,7 +1,22 @@
-"""Per-test cost of isolation in ``xcompat test``, with torch imported by every test.
+"""Per-test cost of isolation in ``xcompat test``: real third-party suites, and small torch tests.
 
-Compared in one run, on the same generated suite of small torch tests (a 4x4 matmul and
-``torch.testing.assert_close`` each):
+**Real suites** (``--suites real``): the released sdists of markupsafe, simplejson (tests inside
+the package, run with ``--pyargs`` against the wheel) and ujson are downloaded with
+``pip download``, built with ``pip wheel`` and cached (tests/helpers/real_projects.py). Each
+suite runs, interleaved, ``--repeats`` times in three ways:
+
+* plain ``python -m pytest``: the alternative, no isolation;
+* ``xcompat test --isolate file``: one process per test file;
+* ``xcompat test --isolate test``: one process per test (the default).
+
+Printed per suite: the run loop's time per test (a plugin wraps ``pytest_runtestloop`` in the
+parent; start-up and collection are paid once and excluded), the whole command's wall time,
+the isolation overhead per test and the ratios to plain pytest. The same tests must pass in
+every mode. Targets (suites without torch): ``--isolate test`` at most 10 ms per test over
+plain pytest, ``--isolate file`` at most 1.2x plain pytest.
+
+**Torch tests** (``--suites torch``): a generated suite of small torch tests (a 4x4 matmul and
+``torch.testing.assert_close`` each), compared in one run:
 
 * in-process (``--isolate none``): no isolation, the floor;
 * fork per test from the warm parent (``--isolate test``, the default);
@@ -10,12 +25,9 @@ Compared in one run, on the same generated suite of small torch tests (a 4x4 mat
 * a fresh interpreter per test (``python -c "import torch; ..."``, and ``python -m pytest
   FILE::TEST``): the naive way.
 
-The fork and in-process figures are the run loop's wall time divided by the number of
-tests, measured by a conftest hook around ``pytest_runtestloop`` in the parent, so
-interpreter start, warm-up and collection are excluded (they are paid once per run).
-Goal: fork per test under 25 ms and at least 100x cheaper than a fresh interpreter.
+Goal there: fork per test under 25 ms and at least 100x cheaper than a fresh interpreter.
 
-    python benchmarks/isolation.py [--tests 120] [--repeats 3]
+    python benchmarks/isolation.py [--suites all|real|torch] [--tests 120] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,6 +44,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.helpers.real_projects: the cached real-project builds
 TEST_BODY = """
     a = torch.arange(16, dtype=torch.float32).reshape(4, 4) + {i}
     torch.testing.assert_close(a @ torch.eye(4), a)
@@ -135,19 +149,127 @@ def fresh_pytest(suite: Path, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tests", type=int, default=120)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="xcompat-bench-isolation-") as tmp:
-        suite = write_suite(Path(tmp) / "suite", args.tests)
-        small = write_suite(Path(tmp) / "small", 10)
-        inproc = loop_per_test(suite, ["--isolate", "none"], args.repeats)
-        fork = loop_per_test(suite, ["--isolate", "test"], args.repeats)
-        cold = loop_per_test(small, ["--isolate", "test", "--no-warm-torch"], 1)
-        fresh = fresh_interpreter(max(args.repeats, 3))
-        fresh_pt = fresh_pytest(small, max(args.repeats, 3))
+# Loaded into the parent with -p: times pytest's run loop and counts outcomes as the parent
+# sees them (xcompat replays every child's reports into the parent's hooks).
+LOOP_PLUGIN = """
+import json, os, time
+import pytest
+
+PARENT = os.getpid()
+_outcomes = {}
+
+
+def pytest_runtest_logreport(report):
+    if os.getpid() != PARENT:
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        key = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+        _outcomes[key] = _outcomes.get(key, 0) + 1
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    start = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        if os.getpid() == PARENT:
+            with open(os.environ["BENCH_OUT"], "w") as fh:
+                json.dump({"loop_s": time.perf_counter() - start, "n": len(session.items),
+                           "outcomes": _outcomes}, fh)
+"""
+MODES = ("plain pytest", "--isolate file", "--isolate test")
+
+
+def real_suite_run(mode: str, *, cwd: Path, targets: list[str], pyargs: bool, run_env: dict[str, str],
+                   out: Path) -> dict:
+    lean = ["-p", "no:cacheprovider", "-p", "bench_loop"]
+    pytest_args = [*lean, *(["--pyargs"] if pyargs else [])]
+    if mode == "plain pytest":
+        cmd = [sys.executable, "-m", "pytest", "-q", *pytest_args, *targets]
+    else:
+        cmd = [sys.executable, "-m", "xcompat", "test", *targets, "--isolate", mode.split()[-1],
+               "--timeout", "120", "--", "-q", *pytest_args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env={**run_env, "BENCH_OUT": str(out)}, capture_output=True, text=True,
+                          check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode not in (0, 1) or not out.exists():
+        raise SystemExit(f"{mode} failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    data = json.loads(out.read_text())
+    out.unlink()
+    data["wall_s"] = wall
+    data["cpu_s"] = cpu  # the command and every process it started, user + system
+    return data
+
+
+def bench_real_suites(repeats: int, tmp: Path) -> list[str]:
+    from tests.helpers.real_projects import PROJECTS, built_wheel, installed, source_tree
+
+    plugin_dir = tmp / "plugin"
+    plugin_dir.mkdir(parents=True)
+    (plugin_dir / "bench_loop.py").write_text(LOOP_PLUGIN)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [f"real suites, median of {repeats} interleaved runs; {os.cpu_count()} CPUs, load average {load}",
+             "(on a loaded machine the wall times mostly measure waiting for a CPU; CPU time does not)"]
+    verdicts = []
+    for name in ("markupsafe", "simplejson", "ujson"):
+        project = PROJECTS[name]
+        site = installed(built_wheel(project, project.version))
+        tree = source_tree(project, project.version, tmp / name)
+        if project.in_package:  # run against the installed wheel, from a folder without the sources
+            cwd, targets = tmp / "empty", [f"{project.import_name}.tests"]
+            cwd.mkdir(exist_ok=True)
+        else:
+            cwd, targets = tree, [project.tests]
+        run_env = dict(os.environ)
+        run_env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO / "src"), str(plugin_dir)])
+        samples: dict[str, list[dict]] = {mode: [] for mode in MODES}
+        for _ in range(repeats):
+            for mode in MODES:
+                samples[mode].append(real_suite_run(mode, cwd=cwd, targets=targets, pyargs=project.in_package,
+                                                    run_env=run_env, out=tmp / "bench.json"))
+        outcomes = {mode: samples[mode][0]["outcomes"] for mode in MODES}
+        if len({json.dumps(o, sort_keys=True) for o in outcomes.values()}) != 1:
+            raise SystemExit(f"{name}: outcomes differ between modes: {outcomes}")
+        n = samples["plain pytest"][0]["n"]
+        loop = {mode: statistics.median(s["loop_s"] for s in samples[mode]) for mode in MODES}
+        wall = {mode: statistics.median(s["wall_s"] for s in samples[mode]) for mode in MODES}
+        cpu = {mode: statistics.median(s["cpu_s"] for s in samples[mode]) for mode in MODES}
+        per_test = {mode: loop[mode] / n for mode in MODES}
+        overhead_ms = (per_test["--isolate test"] - per_test["plain pytest"]) * 1000
+        cpu_overhead_ms = (cpu["--isolate test"] - cpu["plain pytest"]) / n * 1000
+        file_ratio = loop["--isolate file"] / loop["plain pytest"]
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(outcomes["plain pytest"].items()))
+        lines.append(f"  {name} {project.version}: {n} tests ({counts}), same outcomes in every mode")
+        lines.append(f"    {'':16s} {'loop wall':>12s} {'command wall':>13s} {'command CPU':>12s}")
+        for mode in MODES:
+            lines.append(f"    {mode:16s} {per_test[mode] * 1000:7.2f} ms/test {wall[mode]:11.2f} s"
+                         f" {cpu[mode]:11.2f} s")
+        lines.append(f"    --isolate test over plain pytest: {overhead_ms:.1f} ms/test of loop wall time,"
+                     f" {cpu_overhead_ms:.1f} ms/test of CPU (target <= 10 ms)")
+        lines.append(f"    --isolate file / plain pytest:    {file_ratio:.2f}x loop wall,"
+                     f" {cpu['--isolate file'] / cpu['plain pytest']:.2f}x command CPU (target <= 1.2x)")
+        lines.append(f"    --isolate test / plain pytest:    {loop['--isolate test'] / loop['plain pytest']:.1f}x loop wall,"
+                     f" {wall['--isolate test'] / wall['plain pytest']:.1f}x command wall")
+        verdicts.append((name, overhead_ms <= 10, file_ratio <= 1.2))
+    lines.append("targets met: " + ", ".join(
+        f"{name} test:{'yes' if ok_test else 'NO'} file:{'yes' if ok_file else 'NO'}"
+        for name, ok_test, ok_file in verdicts))
+    return lines
+
+
+def bench_torch(args: argparse.Namespace, tmp: Path) -> list[str]:
+    suite = write_suite(tmp / "suite", args.tests)
+    small = write_suite(tmp / "small", 10)
+    inproc = loop_per_test(suite, ["--isolate", "none"], args.repeats)
+    fork = loop_per_test(suite, ["--isolate", "test"], args.repeats)
+    cold = loop_per_test(small, ["--isolate", "test", "--no-warm-torch"], 1)
+    fresh = fresh_interpreter(max(args.repeats, 3))
+    fresh_pt = fresh_pytest(small, max(args.repeats, 3))
     overhead = fork - inproc
     rows = [
         ("in-process (--isolate none)", inproc),
@@ -156,13 +278,29 @@ def main() -> int:
         ("fresh interpreter (python -c)", fresh),
         ("fresh pytest per test", fresh_pt),
     ]
-    print(f"per-test wall time, {args.tests} small torch tests, median of {args.repeats} runs")
-    for name, value in rows:
-        print(f"  {name:34s} {value * 1000:9.1f} ms")
-    print(f"isolation overhead (fork - in-process): {overhead * 1000:.1f} ms per test (goal < 25 ms)")
-    print(f"ratio fresh interpreter / fork:         {fresh / fork:.0f}x (goal >= 100x)")
-    print(f"ratio fresh pytest / fork:              {fresh_pt / fork:.0f}x")
-    print(f"ratio unwarmed fork / warm fork:        {cold / fork:.1f}x")
+    lines = [f"per-test wall time, {args.tests} small torch tests, median of {args.repeats} runs"]
+    lines += [f"  {name:34s} {value * 1000:9.1f} ms" for name, value in rows]
+    lines.append(f"isolation overhead (fork - in-process): {overhead * 1000:.1f} ms per test (goal < 25 ms)")
+    lines.append(f"ratio fresh interpreter / fork:         {fresh / fork:.0f}x (goal >= 100x)")
+    lines.append(f"ratio fresh pytest / fork:              {fresh_pt / fork:.0f}x")
+    lines.append(f"ratio unwarmed fork / warm fork:        {cold / fork:.1f}x")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", choices=("all", "real", "torch"), default="all")
+    parser.add_argument("--tests", type=int, default=120, help="size of the generated torch suite")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="xcompat-bench-isolation-") as tmp:
+        if args.suites in ("all", "real"):
+            for line in bench_real_suites(args.repeats, Path(tmp) / "real"):
+                print(line, flush=True)
+        if args.suites in ("all", "torch"):
+            (Path(tmp) / "torch").mkdir()
+            for line in bench_torch(args, Path(tmp) / "torch"):
+                print(line, flush=True)
     return 0
 
 

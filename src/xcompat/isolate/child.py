@@ -3,8 +3,8 @@
 Used right after ``os.fork()`` (the items come from the parent's collection) and by a
 spawned worker (``xcompat.isolate.spawned``), which collects the same node ids itself.
 
-Messages go to the parent as JSON lines (``xcompat.isolate.wire``); a process that dies
-between a test's ``start`` and ``done`` messages crashed in that test.
+Messages go to the parent as JSON lines (``xcompat.isolate.wire``), all of a test's in one
+write at its end; a process that dies before a test's messages arrived died in that test.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from xcompat.isolate.wire import Channel
 
 # The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
 DUMP_SIGNAL = signal.SIGUSR1 if hasattr(signal, "SIGUSR1") else None
+# Exit status of a test process that failed outside any test (its set-up, or xcompat itself).
+FAILED_OUTSIDE_TESTS_EXIT = 70
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +61,33 @@ def _output_offset() -> int:
         return 0
 
 
+_NULL_TERMINAL: dict[int, Any] = {}  # id(config) -> a terminal writer on os.devnull
+
+
+def _null_terminal_writer(config: Any) -> Any:
+    writer = _NULL_TERMINAL.get(id(config))
+    if writer is None:
+        from _pytest.config import create_terminal_writer
+
+        writer = _NULL_TERMINAL[id(config)] = create_terminal_writer(config, open(os.devnull, "w"))  # noqa: SIM115
+    return writer
+
+
+def prepare_parent(config: Any) -> None:
+    """Once, in the warm parent before the first fork: what every test process would redo.
+
+    pytest's global capture is switched off (the parent runs no test; its children write
+    straight to their output files) and the children's silent terminal writer is made.
+    """
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None and capman._method != "no":
+        capman.stop_global_capturing()
+        capman._method = "no"  # pytest has no public switch for this
+        capman.start_global_capturing()
+    _null_terminal_writer(config)
+    report_forwarder(config)
+
+
 def _quiet_pytest(config: Any) -> None:
     """Run pytest's per-test machinery without its global capture and terminal output.
 
@@ -66,25 +95,43 @@ def _quiet_pytest(config: Any) -> None:
     lines are printed once, by the parent, from the reports we send back.
     """
     capman = config.pluginmanager.getplugin("capturemanager")
-    if capman is not None:
+    if capman is not None and capman._method != "no":  # a spawned worker: not done by a parent
         capman.stop_global_capturing()
         capman._method = "no"  # pytest has no public switch for this
         capman.start_global_capturing()
     reporter = config.pluginmanager.getplugin("terminalreporter")
     if reporter is not None:
-        from _pytest.config import create_terminal_writer
-
-        reporter._tw = create_terminal_writer(config, open(os.devnull, "w"))  # noqa: SIM115
+        reporter._tw = _null_terminal_writer(config)
 
 
-class _ReportForwarder:
-    def __init__(self, config: Any, channel: Channel) -> None:
+class ReportForwarder:
+    """Sends each report of a test process to the parent, in pytest's serialisable form.
+
+    Registered once, in the parent before the first fork (registering a plugin makes pytest
+    scan it for fixtures, ~10 ms that every test process would pay again); it forwards only
+    where a test process gave it a channel.
+    """
+
+    NAME = "xcompat-isolate-forwarder"
+
+    def __init__(self, config: Any) -> None:
         self.config = config
-        self.channel = channel
+        self.channel: Channel | None = None
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        if self.channel is None:
+            return
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
-        self.channel.send({"event": "report", "nodeid": report.nodeid, "report": data})
+        self.channel.queue({"event": "report", "nodeid": report.nodeid, "report": data})
+
+
+def report_forwarder(config: Any) -> ReportForwarder:
+    """The forwarder registered with ``config``'s plugin manager (registered on first use)."""
+    forwarder = config.pluginmanager.get_plugin(ReportForwarder.NAME)
+    if forwarder is None:
+        forwarder = ReportForwarder(config)
+        config.pluginmanager.register(forwarder, ReportForwarder.NAME)
+    return forwarder
 
 
 def install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
@@ -105,7 +152,7 @@ def install_leak_check(item: Any, plan: ChildPlan, channel: Channel) -> None:
     def runtest_repeated() -> None:
         original()
         reports = measure_leaks(original, kinds, policy)
-        channel.send({"event": "leaks", "nodeid": item.nodeid, "leaks": [r.to_dict() for r in reports]})
+        channel.queue({"event": "leaks", "nodeid": item.nodeid, "leaks": [r.to_dict() for r in reports]})
 
     item.runtest = runtest_repeated
 
@@ -134,13 +181,17 @@ def prepare_process(plan: ChildPlan, config: Any) -> None:
 def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
     """Run ``items`` in this process, streaming messages; the caller exits afterwards."""
     channel = Channel(plan.write_fd)
-    config.pluginmanager.register(_ReportForwarder(config, channel), "xcompat-isolate-forwarder")
+    report_forwarder(config).channel = channel
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
-        channel.send({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
+        # One write per test, at its end: each write wakes the parent, which on a busy machine
+        # costs the test a context switch. A process that ends before a test's write died in
+        # that test (the parent knows the order).
+        channel.queue({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
         install_leak_check(item, plan, channel)
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        channel.send({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
+        channel.queue({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
+        channel.flush()
 
 
 def run_forked_child(config: Any, assignment: Callable[[], Sequence[Any]], plan: ChildPlan) -> None:
@@ -157,7 +208,7 @@ def run_forked_child(config: Any, assignment: Callable[[], Sequence[Any]], plan:
 
             traceback.print_exc()
         finally:
-            code = 70
+            code = FAILED_OUTSIDE_TESTS_EXIT
     finally:
         try:
             sys.stdout.flush()

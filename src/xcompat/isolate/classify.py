@@ -102,6 +102,15 @@ def failed_outside_tests(status: int) -> bool:
     return os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0)
 
 
+def died_in_a_test(status: int, *, failed_outside_exit: int) -> bool:
+    """Whether a process whose current test sent nothing yet died in that test: killed by a
+    signal, or ended by an exit status other than 0 and the one xcompat uses when its own
+    set-up failed (a test calling ``os._exit(3)``)."""
+    if os.WIFSIGNALED(status):
+        return True
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) not in (0, failed_outside_exit)
+
+
 def records_for_process_failure(
     unfinished: Sequence[str], *, any_finished: bool, status: int, device: str | None, text: str
 ) -> list[TestRecord]:

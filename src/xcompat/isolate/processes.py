@@ -1,10 +1,9 @@
 """Test processes: what the parent knows about each one, and how they are started from the warm parent.
 
-``ForkLauncher`` forks a process for a device slot; the process prepares itself (output
-redirect, faulthandler, the slot's environment) and then waits on its assignment pipe for the
-tests to run. Forking a process that holds torch and the child's set-up are most of the
+``ForkLauncher`` forks a process for a device slot and its tests; the process prepares itself
+(output redirect, faulthandler, the slot's environment) and runs them. Forking a process that holds torch and the child's set-up are most of the
 per-test cost, so with cores to spare a *spare* is forked for a slot while its current test
-runs, and the next test is handed to it. ``xcompat.isolate.spawned`` has the launcher for
+runs; it waits on an assignment pipe until the next test is handed to it. ``xcompat.isolate.spawned`` has the launcher for
 platforms without a safe fork.
 """
 
@@ -60,6 +59,8 @@ class TestProcess:
     pidfd: int | None = None  # readable once the process exits (Linux >= 5.3)
     ctrl_fd: int | None = None  # a spare's assignment pipe (write end)
     released: bool = False  # every test reported done: its slot may start the next one
+    last_done: float | None = None  # when the last test reported done (the next one starts then)
+    last_out: int = 0  # output file offset at that moment
 
     __test__ = False  # not a pytest test class
 
@@ -163,18 +164,20 @@ class ForkLauncher:
         self._items = list(items)
         self._positions = {id(item): i for i, item in enumerate(self._items)}
 
-    def _fork_idle(self, config: Any, slot_index: int) -> TestProcess:
-        """Fork a test process for a slot; it prepares itself, then waits for its tests."""
+    def _fork(self, config: Any, slot_index: int, group: list[Any] | None) -> TestProcess:
+        """Fork a test process for a slot; it prepares itself, then runs ``group``, or, as a
+        spare (``group`` None), waits on its assignment pipe for the tests to run."""
         slot = self.slots[slot_index]
         out_path, crash_path = output_files(self.folder)
         read_fd, write_fd = os.pipe()
-        ctrl_r, ctrl_w = os.pipe()
+        ctrl_r, ctrl_w = os.pipe() if group is None else (-1, -1)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
-            os.close(ctrl_w)
+            if group is None:
+                os.close(ctrl_w)
             plan = ChildPlan(
                 write_fd=write_fd,
                 out_path=out_path,
@@ -184,47 +187,52 @@ class ForkLauncher:
                 leak_kinds=self.leak_kinds,
                 leak_policy=self.leak_policy,
             )
+            if group is not None:
+                run_forked_child(config, lambda: group, plan)  # never returns
             items = self._items
             run_forked_child(config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan)  # never returns
         os.close(write_fd)
-        os.close(ctrl_r)
+        if group is None:
+            os.close(ctrl_r)
         os.set_blocking(read_fd, False)
         return TestProcess(
             pid=pid,
             slot=slot_index,
-            items=[],
+            items=list(group or []),
             messages=MessageReader(read_fd),
             out_path=out_path,
             crash_path=crash_path,
             spawned=time.monotonic(),
             pidfd=pidfd_of(pid),
-            ctrl_fd=ctrl_w,
+            ctrl_fd=ctrl_w if group is None else None,
         )
+
+    def _arm(self, process: TestProcess) -> TestProcess:
+        process.spawned = time.monotonic()
+        if self.timeout_s:
+            # Until the first test reports (fixtures of the group are set up inside the test).
+            process.deadline = process.spawned + self.timeout_s
+        return process
 
     def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
         """A process running ``group``: the slot's spare when it has one, else a new fork."""
-        message = encode_assignment([self._positions[id(item)] for item in group])
-        for _attempt in range(2):
-            process = self._spares.pop(slot_index, None) or self._fork_idle(config, slot_index)
-            assert process.ctrl_fd is not None
+        spare = self._spares.pop(slot_index, None)
+        if spare is not None:
+            assert spare.ctrl_fd is not None
             try:
-                os.write(process.ctrl_fd, message)
-            except BrokenPipeError:  # the spare died while it waited: use a fresh one
-                discard(process)
-                continue
-            os.close(process.ctrl_fd)
-            process.ctrl_fd = None
-            process.items = group
-            process.spawned = time.monotonic()
-            if self.timeout_s:
-                # Until the first test starts (fixtures of the group are set up inside the test).
-                process.deadline = process.spawned + self.timeout_s
-            return process
-        raise RuntimeError("could not start a test process")
+                os.write(spare.ctrl_fd, encode_assignment([self._positions[id(item)] for item in group]))
+            except BrokenPipeError:  # the spare died while it waited: fork a fresh process
+                discard(spare)
+            else:
+                os.close(spare.ctrl_fd)
+                spare.ctrl_fd = None
+                spare.items = group
+                return self._arm(spare)
+        return self._arm(self._fork(config, slot_index, group))
 
     def prepare_spare(self, config: Any, slot_index: int) -> None:
         if slot_index not in self._spares:
-            self._spares[slot_index] = self._fork_idle(config, slot_index)
+            self._spares[slot_index] = self._fork(config, slot_index, None)
 
     def ended(self, process: TestProcess) -> None:
         """Nothing to release: the parent reaped the fork itself."""

@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
-from xcompat.isolate.child import ChildPlan, install_leak_check
+from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, install_leak_check, prepare_parent
 from xcompat.isolate.classify import (
+    died_in_a_test,
     failed_outside_tests,
     record_from_collection_error,
     record_from_death,
@@ -124,6 +125,8 @@ class IsolatedRunner:
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.collected = [item.nodeid for item in session.items]
+        if os.getpid() == self._parent and self.isolation != "none":
+            prepare_parent(session.config)  # once, here: test processes inherit it
         if os.getpid() == self._parent and self.warm_torch_after_collection and torch_in_use_after_collection():
             self.late_warmup = warm_parent(use_torch=True)
             self.threads = self.late_warmup.threads
@@ -170,6 +173,7 @@ class IsolatedRunner:
             self._inprocess[item.nodeid] = running
             install_leak_check(item, plan, channel)
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+            channel.flush()
             os.set_blocking(sink_r, False)
             try:
                 data = os.read(sink_r, 1 << 20)
@@ -195,17 +199,7 @@ class IsolatedRunner:
         current = process.current
         if event == "start":
             item = next((i for i in process.items if i.nodeid == nodeid), process.items[0])
-            process.current = RunningTest(
-                nodeid=nodeid,
-                location=item.location if item.nodeid == nodeid else (nodeid.split("::")[0], None, nodeid),
-                keywords=dict.fromkeys(item.keywords, 1),
-                device=self.slots[process.slot].label,
-                started=time.monotonic(),
-                out_start=int(message.get("out", 0)),
-            )
-            item.ihook.pytest_runtest_logstart(nodeid=nodeid, location=item.location)
-            if self.timeout_s:
-                process.deadline = process.current.started + self.timeout_s
+            self._begin(process, item, nodeid=nodeid, out_start=int(message.get("out", 0)))
         elif event == "report" and current is not None:
             report = report_from_wire(config, message["report"])
             current.reports.append(report)
@@ -220,14 +214,35 @@ class IsolatedRunner:
             config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=current.location)
             process.finished.add(nodeid)
             process.current = None
-            process.deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
+            process.last_done = time.monotonic()
+            process.last_out = int(message.get("out", 0))
+            process.deadline = process.last_done + self.timeout_s if self.timeout_s else None
             if all(i.nodeid in process.finished for i in process.items):
                 process.released = True
+
+    def _begin(self, process: TestProcess, item: Any, *, nodeid: str, out_start: int) -> RunningTest:
+        """The test ``nodeid`` (of ``item``) started in ``process`` when its previous test ended."""
+        process.current = RunningTest(
+            nodeid=nodeid,
+            location=item.location if item.nodeid == nodeid else (nodeid.split("::")[0], None, nodeid),
+            keywords=dict.fromkeys(item.keywords, 1),
+            device=self.slots[process.slot].label,
+            started=process.last_done or process.spawned,
+            out_start=out_start,
+        )
+        item.ihook.pytest_runtest_logstart(nodeid=nodeid, location=item.location)
+        return process.current
 
     def on_exit(self, config: Any, process: TestProcess) -> list[Any]:
         """Record a test that died mid-run; return the group's items that never ran."""
         status = process.status or 0
         current = process.current
+        unstarted = [i for i in process.items if i.nodeid not in process.finished]
+        if current is None and unstarted and (
+            process.timed_out or died_in_a_test(status, failed_outside_exit=FAILED_OUTSIDE_TESTS_EXIT)
+        ):
+            # it died before the test's messages (sent when a test ends) went out
+            current = self._begin(process, unstarted[0], nodeid=unstarted[0].nodeid, out_start=process.last_out)
         if current is not None:
             record = record_from_death(
                 current.nodeid,

@@ -154,3 +154,12 @@ def test_groups_are_single_tests_or_runs_of_one_file():
     assert [len(g) for g in group_items(items, "test")] == [1, 1, 1, 1]
     assert [[i.nodeid for i in g] for g in group_items(items, "file")] == [
         ["a.py::0", "a.py::1"], ["b.py::2"], ["a.py::3"]]
+
+
+def test_which_endings_mean_the_current_test_died():
+    from xcompat.isolate.classify import died_in_a_test
+
+    assert died_in_a_test(_signalled(signal.SIGTERM), failed_outside_exit=70)
+    assert died_in_a_test(_exited(3), failed_outside_exit=70)  # os._exit(3) in a test
+    assert not died_in_a_test(_exited(0), failed_outside_exit=70)
+    assert not died_in_a_test(_exited(70), failed_outside_exit=70)  # xcompat's own set-up failed
