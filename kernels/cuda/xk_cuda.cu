@@ -212,7 +212,7 @@ int sum_atomic(const float* x, int64_t n, float* out, int64_t blocks, void* stre
 int scatter_add(const int64_t* idx, const float* w, int64_t n, float* out, int64_t bins,
                 unsigned long long* bad, int64_t blocks, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  cudaError_t err = cudaMemsetAsync(out, 0, sizeof(float) * static_cast<size_t>(bins), s);
+  cudaError_t err = bins > 0 ? cudaMemsetAsync(out, 0, sizeof(float) * static_cast<size_t>(bins), s) : cudaSuccess;
   if (err == cudaSuccess) err = cudaMemsetAsync(bad, 0, sizeof(unsigned long long), s);
   if (err != cudaSuccess || n == 0) return static_cast<int>(err);
   scatter_add_kernel<<<grid_for(n, blocks), kBlock, 0, s>>>(idx, w, n, out, bins, bad);
