@@ -127,6 +127,7 @@ class Stages:
         self.wheels: list[Path] = []
         self.site: Path | None = None
         self.halted: str | None = None  # why the remaining stages do not run
+        self.git_baseline: Path | None = None  # wheels built from abi.baseline's git ref
 
     def guarded(self, name: str, stage: Callable[[], StageResult]) -> Callable[[], StageResult]:
         """The stage, or "skipped" when an earlier stage halted the run (the report always runs)."""
@@ -214,9 +215,7 @@ class Stages:
         p = self.pipe
         base = self.cfg.baseline
         if base is None:
-            return StageResult(name="baseline", status="skipped",
-                               detail=f"no --baseline given (abi.baseline: {self.settings.abi.baseline} is "
-                               "what CI diffs against)")
+            return self._baseline_from_git()
         if base.is_dir() and _is_project(base):
             out = p.path("baseline")
             return p.run_command("baseline", p.xcompat(
@@ -225,10 +224,33 @@ class Stages:
             return StageResult(name="baseline", status="error", detail=f"{base} does not exist")
         return StageResult(name="baseline", status="passed", detail=f"using {base}")
 
+    def _baseline_from_git(self) -> StageResult:
+        """No --baseline: the matrix's abi.baseline (last release tag or base branch), built from git."""
+        from xcompat.errors import XcompatError
+        from xcompat.pipeline.baseline_ref import export_ref, resolve_baseline_ref
+
+        p = self.pipe
+        which = self.settings.abi.baseline
+        ref, what = resolve_baseline_ref(self.cfg.project, which)
+        if ref is None:
+            return StageResult(name="baseline", status="skipped",
+                               detail=f"abi.baseline {which}: {what}; pass --baseline PATH to diff against one")
+        try:
+            source = export_ref(self.cfg.project, ref, p.path(".baseline-src"))
+        except XcompatError as exc:
+            return StageResult(name="baseline", status="error", detail=f"abi.baseline {which}: {exc}")
+        out = p.path("baseline")
+        result = p.run_command("baseline", p.xcompat("build", source, "--backend", "native", "--out", out),
+                               outputs=[out / "build.json"])
+        if result.status == "passed":
+            self.git_baseline = out
+            result.detail = f"abi.baseline {which}: {what}"
+        return result
+
     def _baseline_path(self) -> Path | None:
         base = self.cfg.baseline
         if base is None:
-            return None
+            return self.git_baseline
         if base.is_dir() and _is_project(base):
             return self.pipe.path("baseline")
         return base

@@ -92,3 +92,32 @@ def test_in_package_tests_without_torch_green_then_red(tmp_path: Path) -> None:
     assert json.loads((out / "report.json").read_text())["conclusion"] == "failure"
     assert "test_planted_failure" in (out / "report.md").read_text()
     assert _xcompat("report", str(out), cwd=tmp_path).returncode == 1
+
+
+def _git(project: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org"}
+    subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True, env=env)
+
+
+def test_abi_baseline_is_the_last_release_tag_from_git(tmp_path: Path) -> None:
+    """No --baseline: abi.baseline last-release-tag is found in git, exported, built and diffed against."""
+    project = _project(tmp_path)
+    assert _xcompat("matrix", "init", str(project), "--repo", "acme/tinyext", cwd=tmp_path).returncode == 0
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "1.0.0")
+    _git(project, "tag", "v1.0.0")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "1.0.0"', 'version = "1.1.0"')
+                         .replace('requires-python = ">=3.10"', 'requires-python = ">=3.11"'))
+    _git(project, "commit", "-q", "-am", "1.1.0")
+    out = tmp_path / "out"
+    run = _xcompat("run", str(project), "--out", str(out), "--no-coverage", cwd=tmp_path)
+    stages = {s["name"]: s for s in json.loads((out / "run.json").read_text())["stages"]}
+    assert stages["baseline"]["status"] == "passed", run.stdout + run.stderr
+    assert "the last release tag v1.0.0" in stages["baseline"]["detail"]
+    abi = json.loads((out / "abi.json").read_text())
+    assert abi["old"]["version"] == "1.0.0" and abi["new"]["version"] == "1.1.0"
+    # narrowing Requires-Python is a finding the matrix's default policy knows
+    assert "requires_python_narrowed" in {f["kind"] for f in abi["findings"]}
