@@ -28,11 +28,13 @@ from tests.helpers.action import (
     envelope,
     expressions_available,
     git,
-    plan_document,
     run_composite_action,
     split_component,
     write,
 )
+from tests.helpers.matrix import matrix_text
+
+from xcompat.cli import main
 
 WORKFLOWS = sorted((REPO_ROOT / "workflows").glob("*.yml")) + sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))
 SAMPLE = REPO_ROOT / "examples" / "sample-ext"
@@ -112,7 +114,7 @@ def test_the_scan_above_can_fail() -> None:
 needs_runner = pytest.mark.skipif(expressions_available() is not None,
                                   reason=f"composite action runner unavailable: {expressions_available()}")
 
-CELL = "py3.12-linux-x86_64-cpu"
+CELL = "py3.12-linux-x86_64-cpu-torch2.13"
 
 
 @pytest.fixture
@@ -125,10 +127,12 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     repo.commit()
     repo.tag("v1.1.0")
     out = checkout / ".xcompat-out"
-    write(out / "plan.json", plan_document((CELL, True)))
-    write(out / "results" / CELL / "test.json", envelope("test", CELL, "passed", "1 passed"))
     (checkout / ".xcompat").mkdir()
-    (checkout / ".xcompat" / "matrix.yml").write_text("xcompat: 1\n")
+    (checkout / ".xcompat" / "matrix.yml").write_text(matrix_text())
+    # a real plan (with the matrix's settings, which the test stage reads), made before the planting
+    assert main(["matrix", "plan", str(checkout / ".xcompat" / "matrix.yml"), "--format", "json",
+                 "--output", str(out / "plan.json")]) == 0
+    write(out / "results" / CELL / "test.json", envelope("test", CELL, "passed", "1 passed"))
     (out / "wheelhouse").mkdir()
     evidence = tmp_path / "evidence.txt"
     plant(checkout, evidence)

@@ -26,6 +26,8 @@ def load_manifest(path: str | Path, *, python_api: Toggle = "auto", torch_ops: T
     try:
         if not path.exists():
             raise InputProblem(f"{path}: no such file or folder")
+        if not path.is_dir() and not path.is_file():  # a FIFO, a device (/dev/zero), a socket
+            raise InputProblem(f"{path}: not a regular file or folder; give a wheel, a folder, a library or a snapshot")
         if path.is_dir():
             return _load_dir(path, python_api=python_api, torch_ops=torch_ops)
         if path.suffix == ".whl":

@@ -8,6 +8,7 @@ few hundred kilobytes instead of its wheels.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,22 +162,32 @@ def write_snapshot(manifest: Manifest, path: str | Path) -> Path:
 
 
 def read_snapshot(path: str | Path) -> Manifest:
+    from xcompat.errors import InputError
+    from xcompat.jsonio import loads_bounded
+    from xcompat.limits import LIMITS, read_bounded
+
     path = Path(path)
+    # Bounded (xcompat.limits): a regular file, and at most json_bytes after gunzip (a gzip bomb).
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ManifestError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_bounded(path, what="ABI snapshot", limit=LIMITS.json_bytes)
+    except InputError as exc:
+        raise ManifestError(str(exc)) from None
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+                raw = fh.read(LIMITS.json_bytes + 1)
         except (OSError, EOFError) as exc:
             raise ManifestError(f"{path}: corrupt or truncated gzip data ({exc}); write the snapshot again") from None
+        if len(raw) > LIMITS.json_bytes:
+            raise ManifestError(f"{path}: inflates to more than {LIMITS.json_bytes} bytes; not a snapshot xcompat wrote")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ManifestError(f"{path}: not valid JSON{where}; write the snapshot again") from None
-    return Manifest.from_dict(data, source=str(path))
+        data = loads_bounded(raw, source=path)
+    except InputError as exc:
+        raise ManifestError(f"{exc}; write the snapshot again") from None
+    try:
+        return Manifest.from_dict(data, source=str(path))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ManifestError(f"{path}: not an ABI snapshot ({type(exc).__name__}: {exc}); write it with xcompat abi snapshot") from None
 
 
 def looks_like_snapshot(path: Path) -> bool:

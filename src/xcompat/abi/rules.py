@@ -129,23 +129,21 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
 
 
 def load_policy_file(path: str | Path) -> Policy:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read policy file ({exc.strerror})") from None
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PolicyError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    else:
-        import yaml
+    from xcompat.errors import InputError
+    from xcompat.jsonio import loads_bounded
+    from xcompat.limits import LIMITS, read_bounded_text
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            raise PolicyError(f"{path}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    path = Path(path)
+    try:  # bounded (xcompat.limits); YAML through the strict loader: no aliases, no duplicate keys
+        text = read_bounded_text(path, what="policy file", limit=LIMITS.trust_file_bytes)
+        if path.suffix == ".json":
+            data = loads_bounded(text, source=path)
+        else:
+            from xcompat.matrix.yamlload import load_yaml
+
+            data = load_yaml(text, source=str(path)).data
+    except InputError as exc:
+        if exc.message.startswith("YAML syntax error: "):
+            raise PolicyError(f"{exc.location()}: invalid YAML: {exc.message.removeprefix('YAML syntax error: ')}") from None
+        raise PolicyError(str(exc)) from None
     return make_policy(data, source=str(path))

@@ -186,10 +186,7 @@ def iter_native_members(
     (``zf``: the wheel already open; its central directory of 24,000 entries in torch's case
     is then not parsed twice)."""
     if zf is None:
-        try:
-            zf = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
+        zf = open_wheel(path)
     with zf, _Scratch() as scratch:
         check_members(path, zf)
         for info in zf.infolist():
@@ -215,11 +212,22 @@ def iter_native_members(
                 raise WheelError(str(exc)) from None
 
 
-def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
+def open_wheel(path: Path) -> zipfile.ZipFile:
+    """The wheel at ``path`` opened as a zip; only a regular file is opened (a FIFO would block)."""
+    import stat
+
     try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise WheelError(f"{path}: not a regular file (a FIFO or a device); give a .whl file")
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        if isinstance(exc, WheelError):
+            raise
         raise WheelError(f"{path}: not a readable wheel ({exc}); download or build it again") from None
+
+
+def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
+    zf = open_wheel(path)
     try:
         check_members(path, zf)
         metadata = read_metadata(zf, path.name)

@@ -13,17 +13,20 @@ def execute(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from xcompat.errors import InputError
+    from xcompat.limits import LIMITS, read_bounded_text
     from xcompat.signing.keys import parse_public_key_line
     from xcompat.signing.wire import WireError
 
     for name in args.keys:
         path = Path(name)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError("public key file not found", file=name) from None
-        except (UnicodeDecodeError, IsADirectoryError):
-            raise InputError("not an OpenSSH public key file", file=name) from None
+            text = read_bounded_text(path, what="public key file", limit=LIMITS.trust_file_bytes)
+        except InputError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                raise InputError("public key file not found", file=name) from None
+            if "UTF-8" in exc.message or "folder" in exc.message:
+                raise InputError("not an OpenSSH public key file", file=name) from None
+            raise
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         if not lines:
             raise InputError("no public key in the file", file=name)

@@ -11,12 +11,13 @@ few C-level passes. ``coverage collect`` validates the full schema when it write
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from xcompat.coverage.languages import LANGUAGES
 from xcompat.errors import InputError
+from xcompat.jsonio import loads_bounded
+from xcompat.limits import LIMITS, read_bounded
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -31,22 +32,21 @@ def guess_cell_id(path: Path) -> str:
 
 def read_cell_artifact(path: str | Path) -> dict[str, Any]:
     path = Path(path)
+    # Bounded like every untrusted read (xcompat.limits): regular files only, size, depth.
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("coverage artifact not found", file=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read coverage artifact: {exc.strerror}", file=path) from None
+        raw = read_bounded(path, what="coverage artifact", limit=LIMITS.json_bytes)
+    except InputError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise InputError("coverage artifact not found", file=path) from None
+        raise
     try:
-        document = json.loads(raw)
-    except UnicodeDecodeError:
-        raise InputError("coverage artifact is not UTF-8 JSON", file=path) from None
-    except json.JSONDecodeError as exc:
+        document = loads_bounded(raw, source=path)
+    except InputError as exc:
         raise InputError(
-            f"coverage artifact is truncated or not valid JSON: {exc.msg}",
+            f"coverage artifact is truncated or not valid JSON: {exc.message}",
             file=path,
-            line=exc.lineno,
-            column=exc.colno,
+            line=exc.line,
+            column=exc.column,
             hint="re-run xcompat coverage collect in that cell",
         ) from None
     if not isinstance(document, dict):

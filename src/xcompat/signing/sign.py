@@ -16,6 +16,7 @@ from typing import Any
 
 from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
 from xcompat.jsonio import atomic_write_bytes
+from xcompat.limits import LIMITS, read_bounded, read_bounded_text
 from xcompat.matrix import load_matrix, read_matrix_bytes
 from xcompat.signing import ssh_keygen
 from xcompat.signing.keys import PublicKey, parse_public_key_line, refusal_for_key_type
@@ -80,8 +81,9 @@ def signing_public_key(key: Path, *, allow_private: bool = True) -> PublicKey | 
     cand = key if key.suffix == ".pub" else Path(str(key) + ".pub")
     if cand.is_file():
         try:
-            return parse_public_key_line(cand.read_text(encoding="utf-8").strip(), str(cand))
-        except (WireError, UnicodeDecodeError) as exc:
+            text = read_bounded_text(cand, what="public key file", limit=LIMITS.trust_file_bytes)
+            return parse_public_key_line(text.strip(), str(cand))
+        except WireError as exc:
             raise InputError(f"not an SSH public key: {exc}", file=str(cand)) from None
     if key.suffix != ".pub" and key.is_file():
         if not allow_private:
@@ -98,10 +100,7 @@ def _load_private_key(key: Path) -> Any:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
-    try:
-        data = key.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the signing key: {exc.strerror}", file=str(key)) from None
+    data = read_bounded(key, what="signing key", limit=LIMITS.trust_file_bytes)
     passphrase = os.environ.get(PASSPHRASE_ENV)
     try:
         return load_ssh_private_key(data, password=passphrase.encode() if passphrase else None)
