@@ -27,7 +27,8 @@ def test_gpu_kernel_suite_passes(backend: str) -> None:
     assert not failed, "\n".join(failed[:20])
     checks = {c["name"]: c for c in doc["checks"]}
     graph = "hip_graph_capture_replay" if backend == "rocm" else "cuda_graph_capture_replay"
-    for name in (graph, "two_stream_event_ordering", "device_move_bit_exact", "wrong_device_input"):
+    for name in (graph, "graph_capture_reductions", "two_stream_event_ordering", "device_move_bit_exact",
+                 "wrong_device_input"):
         assert checks[name]["status"] == "passed", checks[name]
     assert all(r["status"] == "passed" for r in doc["opcheck"].values()), doc["opcheck"]
     assert doc["status"] == "passed" and doc["backend_used"] == backend
