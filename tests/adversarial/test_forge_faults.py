@@ -212,3 +212,27 @@ def test_report_exit_code_when_a_delivery_gets_a_malformed_answer(tmp_path: Path
     assert "Traceback" not in proc.stderr
     assert "empty answer" in proc.stderr
     assert len(fake_github.comments[5]) == 1  # the other channel was still tried
+
+
+# -- GitLab: the same client, the same rules -----------------------------------------------------
+
+@pytest.mark.parametrize(("script", "why"), [
+    ([(200, {}, b'[{"id": 1, "body": "<!-- xcomp')], "not JSON"),
+    ([(200, {}, {"not": "a list"})], "expected a list"),
+    ([(429, {"retry-after": "later"}, {"message": "slow"})] * 9, "rate limited"),
+], ids=["truncated-list", "object-for-list", "unreadable-retry-after"])
+def test_gitlab_note_faults_are_delivery_failures(script, why) -> None:
+    from tests.helpers.fake_github import start, stop
+    from tests.helpers.report import ScriptedServer
+
+    from xcompat.forges.gitlab import GitLabContext, GitLabPublisher
+
+    server = start(ScriptedServer(script))
+    try:
+        clock = FakeClock()
+        ctx = GitLabContext(api_url=server.url + "/api/v4", project_id="42", mr_iid="7", token="glpat-x", job_token=None)
+        delivery = GitLabPublisher(ctx, clock=clock.monotonic, sleep=clock.sleep, wall_clock=clock.wall,
+                                   policy=RetryPolicy(total_budget_s=100_000)).publish(red_report())
+    finally:
+        stop(server)
+    assert not delivery.ok and why in delivery.detail, delivery
