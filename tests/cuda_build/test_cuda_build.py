@@ -167,3 +167,23 @@ def test_sample_cuda_part_built_by_xcompat_build_links_loads_and_carries_the_mat
     assert "libsample_ext_cuda.so" in read_elf(ops_lib).needed
     keys = _registered("sample_ext", ("scaled_add",), ops_lib, [str(site)])
     assert set(keys["scaled_add"]) == {"CPU", "CUDA", "Meta"}, keys
+
+
+def test_probe_finds_and_checks_the_same_pip_toolkit(tmp_path: Path) -> None:
+    env = _env_without_system_toolkit()
+    proc = subprocess.run([sys.executable, "-m", "xcompat", "probe", "--json"], capture_output=True, text=True,
+                          env=env, check=False, timeout=300, cwd=REPO)
+    doc = json.loads(proc.stdout)
+    check = next(c for c in doc["checks"] if c["name"] == "jit_toolchain_present")
+    assert check["status"] == "passed" and "pip toolkit" in check["reason"], check
+    assert doc["toolchain"]["cuda_toolkit"]["layout"] == "pip"
+    assert doc["toolchain"]["cuobjdump"] and doc["toolchain"]["cuobjdump"].endswith("nvidia/cu13/bin/cuobjdump")
+    # a CUDA_HOME without headers (what torch guesses from a wrapper nvcc) is named and passed over
+    broken = tmp_path / "wrapper-home"
+    (broken / "bin").mkdir(parents=True)
+    (broken / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    proc = subprocess.run([sys.executable, "-m", "xcompat", "probe", "--json"], capture_output=True, text=True,
+                          env={**env, "CUDA_HOME": str(broken)}, check=False, timeout=300, cwd=REPO)
+    doc = json.loads(proc.stdout)
+    assert any("include/cuda_runtime.h" in r for r in doc["toolchain"]["cuda_toolkit_rejected"]), doc["toolchain"]
+    assert doc["toolchain"]["cuda_toolkit"]["layout"] == "pip"
