@@ -48,12 +48,12 @@ def log_tail(text: str, *, lines: int | None = None, chars: int | None = None) -
 
 
 def _result_tail(result: StageResult) -> str:
-    for key in ("log_tail", "output_tail"):
-        value = result.data.get(key)
-        if isinstance(value, str) and value.strip():
-            return log_tail(value)
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return log_tail("\n".join(value))
+    """``log_tail`` of a build error or of an envelope ``xcompat run`` wrote for a stage."""
+    value = result.data.get("log_tail")
+    if isinstance(value, str) and value.strip():
+        return log_tail(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return log_tail("\n".join(value))
     return ""
 
 
@@ -108,17 +108,8 @@ def _cell_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def _tested_frameworks(results: Iterable[StageResult]) -> tuple[tuple[str, str], ...]:
     """The framework versions a cell actually ran with, from its probe result (torch, numpy)."""
-    for result in results:
-        if result.kind != "probe":
-            continue
-        found = []
-        for name in ("numpy", "torch"):
-            entry = result.data.get(name)
-            version = entry.get("version") if isinstance(entry, dict) else None
-            if isinstance(version, str) and version:
-                found.append((name, version))
-        return tuple(found)
-    return ()
+    probe = next((r for r in results if r.kind == "probe"), None)
+    return K.probe_frameworks(probe) if probe is not None else ()
 
 
 def _location(case: K.TestCase) -> tuple[str | None, int | None]:
@@ -214,9 +205,8 @@ def _as_results(results: Iterable[StageResult | Mapping[str, Any]]) -> list[Stag
 
 
 def _display_spec(cell_id: str, results: list[StageResult]) -> dict[str, Any]:
-    embedded = next((r.data["cell"] for r in results if isinstance(r.data.get("cell"), dict)), None)
-    spec = dict(embedded) if embedded and isinstance(embedded.get("id"), str) else cell_from_id(cell_id)
-    spec["id"] = cell_id
+    """A cell no plan describes: what its id says (``xcompat.model.cell_id``)."""
+    spec = cell_from_id(cell_id)
     spec.setdefault("required", True)
     return spec
 
@@ -318,15 +308,11 @@ def build_report(
         worst_abi = max(abi_results, key=lambda r: severity(r.status))
         abi_findings.sort(key=lambda f: (-bump_rank(f.required_bump), f.library, f.display_symbol))
         # The version change the ABI diff saw, for the report's "release as X" line (one diff: unambiguous).
-        facts = worst_abi.data
-        actual = facts.get("actual_bump")
-        old = facts.get("old") if isinstance(facts.get("old"), dict) else {}
-        new = facts.get("new") if isinstance(facts.get("new"), dict) else {}
+        versions = K.abi_versions(worst_abi)
         abi = AbiSection(required_bump=bump, findings=tuple(abi_findings), status=worst_abi.status,
                          summary="; ".join(r.summary for r in abi_results if r.summary),
-                         actual_bump=actual if actual in ("major", "minor", "patch", "none") else None,
-                         old_version=old.get("version") if isinstance(old.get("version"), str) else None,
-                         new_version=new.get("version") if isinstance(new.get("version"), str) else None)
+                         actual_bump=versions.actual_bump, old_version=versions.old_version,
+                         new_version=versions.new_version)
 
     coverage = None
     if coverage_results:

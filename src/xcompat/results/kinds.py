@@ -377,3 +377,41 @@ def coverage_data(result: StageResult) -> CoverageData:
         diff_files = _coverage_files(result, diff, "$.diff")
     return CoverageData(percent=percent, languages=tuple(languages), files=_coverage_files(result, doc, "$"),
                         diff_percent=diff_percent, diff_threshold=threshold, diff_files=diff_files)
+
+
+# -- probe and abi facts the report shows ---------------------------------------------------------
+
+
+def probe_frameworks(result: StageResult) -> tuple[tuple[str, str], ...]:
+    """The framework versions a probe found installed (``torch.version``, ``numpy.version``)."""
+    found = []
+    for name in ("numpy", "torch"):
+        entry = result.data.get(name)
+        if entry is None:
+            continue
+        entry = _obj(result, entry, f"$.{name}")
+        version = _str(result, entry, "version", f"$.{name}")
+        if version:
+            found.append((name, version))
+    return tuple(found)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbiVersions:
+    actual_bump: Bump | None
+    old_version: str | None
+    new_version: str | None
+
+
+def abi_versions(result: StageResult) -> AbiVersions:
+    """``actual_bump`` and the ``old``/``new`` package versions of an ABI diff."""
+    actual = result.data.get("actual_bump")
+    if actual is not None and actual not in BUMP_ORDER:
+        raise _fail(result, "$.actual_bump", "one of " + ", ".join(BUMP_ORDER) + " or null", actual)
+    versions: dict[str, str | None] = {}
+    for side in ("old", "new"):
+        raw = result.data.get(side)
+        versions[side] = None
+        if raw is not None:
+            versions[side] = _str(result, _obj(result, raw, f"$.{side}"), "version", f"$.{side}") or None
+    return AbiVersions(actual_bump=actual, old_version=versions["old"], new_version=versions["new"])
