@@ -340,8 +340,6 @@ def load_kernels(
 
 
 def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, str]) -> Path:
-    from torch.utils import cpp_extension
-
     root = data_dir("kernels")
     src = build_dir / "src"
     build_dir.mkdir(parents=True, exist_ok=True)
