@@ -67,6 +67,15 @@ test-runners: $(STAMP)
 	  npm install --prefix $(GITLAB_CI_LOCAL_DIR) --no-audit --no-fund --silent gitlab-ci-local@4.56.2
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners $(PYTEST_ARGS)
 
+# xcompat adopted on released PyPI projects with C extensions (markupsafe: tests/, simplejson:
+# tests in the package): sdists of each release and the one before it from PyPI, a signed
+# matrix, `xcompat run` checked against plain pytest and nm -D (tests/real, docs/adopt.md).
+# Needs network, a C compiler, ssh-keygen and nm; downloads and builds are cached under
+# $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}/real-projects.
+.PHONY: test-real
+test-real: $(STAMP)
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TIER_REAL=1 $(PY) -m pytest tests/real -p no:cacheprovider $(PYTEST_ARGS)
+
 # The CUDA build path on this GPU-less machine: a cached venv with a CUDA build of torch and
 # the pip CUDA toolkit, the kernels and the sample's CUDA part built, linked, loaded and
 # their fatbinaries checked (tools/cuda_build_tier.sh).

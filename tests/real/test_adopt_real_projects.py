@@ -1,0 +1,237 @@
+"""xcompat adopted on released PyPI projects with C extensions, step by step as docs/adopt.md says.
+
+For each project (markupsafe keeps its tests in tests/, simplejson inside its package):
+
+1. unpack the sdist of the release under test and of the release before it (the ABI baseline);
+2. ``xcompat matrix init``, a fresh ECDSA key from the real ``ssh-keygen``, ``allowed_signers``,
+   ``xcompat matrix sign``;
+3. ``xcompat run PROJECT --baseline PREVIOUS --out DIR``.
+
+Checked against independent tools: the test stage's outcome for every test equals plain
+pytest's on the same wheel; the ABI verdict's symbol findings equal an ``nm -D`` diff of the
+extension modules' exported interface. A second run with a planted failing test (and a planted
+exported C function) must be red, exit 1, and name the test in report.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from tests.helpers.real_projects import PROJECTS, RealProject, source_tree
+
+REPO = Path(__file__).resolve().parents[2]
+CELL = "py{}.{}-linux-x86_64-cpu".format(*sys.version_info[:2])
+PLANTED_TEST = "test_xcompat_planted_failure"
+# Plain pytest's outcome per test, folded the way pytest's summary counts them.
+OUTCOME_PLUGIN = textwrap.dedent('''
+    import json, os
+
+    _outcomes = {}
+
+    def pytest_runtest_logreport(report):
+        previous = _outcomes.get(report.nodeid, "passed")
+        if previous in ("failed", "error"):
+            return
+        xfail = hasattr(report, "wasxfail")
+        if report.failed:
+            _outcomes[report.nodeid] = "failed" if report.when == "call" else "error"
+        elif report.skipped and previous == "passed":
+            _outcomes[report.nodeid] = "xfailed" if xfail else "skipped"
+        elif report.passed and report.when == "call":
+            _outcomes[report.nodeid] = "xpassed" if xfail else "passed"
+
+    def pytest_sessionfinish(session):
+        with open(os.environ["XCOMPAT_PLAIN_OUTCOMES"], "w") as out:
+            json.dump(_outcomes, out)
+''')
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """A local run: no CI or forge variables from the calling environment."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GITLAB_", "CI_", "PYTEST_", "XCOMPAT_TIER"))}
+    env.pop("CI", None)
+    env["PYTHONPATH"] = str(REPO / "src")
+    env.update(extra)
+    return env
+
+
+def xcompat(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xcompat", *args], cwd=cwd, env=_env(), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def adopt(project: RealProject, root: Path, keys: Path) -> tuple[Path, Path]:
+    """The release under test with a signed matrix, and the previous release's source folder."""
+    tree = source_tree(project, project.version, root)
+    previous = source_tree(project, project.previous, root)
+    init = xcompat("matrix", "init", str(tree), "--repo", f"pypi/{project.name}", cwd=root)
+    assert init.returncode == 0, init.stderr
+    key = keys / "maintainer"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ecdsa", "-b", "256", "-N", "", "-C", "maintainer@example.org",
+                        "-f", str(key)], check=True)
+    public = (keys / "maintainer.pub").read_text().strip()
+    (tree / ".xcompat" / "allowed_signers").write_text(
+        f'maintainer@example.org namespaces="xcompat-matrix-v1" {public}\n')
+    sign = xcompat("matrix", "sign", ".xcompat/matrix.yml", "--key", str(key), cwd=tree)
+    assert sign.returncode == 0, sign.stderr
+    verify = xcompat("matrix", "verify", ".xcompat/matrix.yml", "--allowed-signers", ".xcompat/allowed_signers",
+                     cwd=tree)
+    assert verify.returncode == 0, verify.stderr
+    return tree, previous
+
+
+def plain_pytest_outcomes(project: RealProject, tree: Path, wheel: Path, scratch: Path) -> dict[str, str]:
+    """Plain pytest on the same wheel, from the project's own test paths: nodeid -> outcome."""
+    site = scratch / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
+                    "--target", str(site), str(wheel)], check=True)
+    plugin = scratch / "plugin"
+    plugin.mkdir()
+    (plugin / "plain_outcomes.py").write_text(OUTCOME_PLUGIN)
+    listing = scratch / "plain.json"
+    if project.in_package:
+        cwd, args = scratch, ["--pyargs", project.tests.replace("/", ".")]
+    else:
+        cwd, args = tree, [project.tests]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "plain_outcomes", *args],
+        cwd=cwd, env=_env(PYTHONPATH=os.pathsep.join([str(site), str(plugin)]),
+                          XCOMPAT_PLAIN_OUTCOMES=str(listing)),
+        capture_output=True, text=True, timeout=900, check=False)
+    assert listing.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(listing.read_text())
+
+
+def by_test(nodeids_to_outcome: dict[str, str], tests_folder: str) -> dict[str, str]:
+    """Keyed from the tests folder on, so both runs' node ids (rooted differently) compare."""
+    leaf = tests_folder.rsplit("/", 1)[-1] + "/"
+    out = {}
+    for nodeid, outcome in nodeids_to_outcome.items():
+        path, _, rest = nodeid.partition("::")
+        key = path[path.rindex(leaf):] if leaf in path else path
+        out[f"{key}::{rest}"] = outcome
+    return out
+
+
+def exported_interface(wheel: Path, package: str) -> dict[str, set[str]]:
+    """``nm -D --defined-only`` of each extension module, reduced to the interface docs/abi.md
+    defines for extension modules: ``PyInit_*`` and ``<package>_*``."""
+    out: dict[str, set[str]] = {}
+    scratch = wheel.parent / f".nm-{wheel.stem}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    with zipfile.ZipFile(wheel) as archive:
+        members = [m for m in archive.namelist() if m.endswith(".so")]
+        archive.extractall(scratch, members)
+    for member in members:
+        nm = subprocess.run(["nm", "-D", "--defined-only", str(scratch / member)], capture_output=True, text=True,
+                            check=True).stdout
+        names = {line.split()[-1].split("@")[0] for line in nm.splitlines() if len(line.split()) >= 3}
+        out[member] = {n for n in names if n.startswith("PyInit_") or n.startswith(f"{package}_")}
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def nm_diff(old: Path, new: Path, package: str) -> tuple[set[str], set[str]]:
+    before, after = exported_interface(old, package), exported_interface(new, package)
+    removed = {s for member, syms in before.items() for s in syms - after.get(member, set())}
+    added = {s for member, syms in after.items() for s in syms - before.get(member, set())}
+    return removed, added
+
+
+def abi_symbol_findings(abi: dict) -> tuple[set[str], set[str]]:
+    def names(kind: str) -> set[str]:
+        return {f["symbol"].split("@")[0] for f in abi["findings"] if f["kind"] == kind and f.get("symbol")}
+
+    return names("symbol_removed"), names("symbol_added")
+
+
+def one_wheel(folder: Path) -> Path:
+    (wheel,) = sorted(folder.glob("*.whl"))
+    return wheel
+
+
+def plant(project: RealProject, tree: Path) -> None:
+    """A failing test next to the project's tests and one more exported C function."""
+    tests = tree / project.tests
+    (tests / f"{PLANTED_TEST}.py").write_text(f"def {PLANTED_TEST}():\n    assert 1 + 1 == 3, 'planted'\n")
+    source = next(p for p in tree.rglob("_speedups.c") if "build" not in p.parts)
+    source.write_text(source.read_text() + textwrap.dedent(f"""
+
+        __attribute__((visibility("default"))) int {project.import_name}_xcompat_planted(void) {{ return 42; }}
+    """))
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory) -> Path:
+    if shutil.which("ssh-keygen") is None:
+        pytest.fail("ssh-keygen is required by this tier (apt-get install openssh-client)")
+    return tmp_path_factory.mktemp("keys")
+
+
+@pytest.mark.parametrize("name", ["markupsafe", "simplejson"])
+def test_adopted_project_runs_green_and_agrees_with_pytest_and_nm(name, tmp_path, keys):
+    project = PROJECTS[name]
+    tree, previous = adopt(project, tmp_path, keys)
+    out = tmp_path / "out"
+    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), "--no-coverage", cwd=tmp_path)
+    report = (out / "report.md").read_text() if (out / "report.md").exists() else ""
+    assert (out / "run.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    stages = {s["name"]: s for s in json.loads((out / "run.json").read_text())["stages"]}
+    assert stages["test"]["status"] == "passed", (stages["test"], run.stderr[-3000:])
+
+    # the test stage, test by test, against plain pytest on the same wheel
+    ours = json.loads((out / "test.json").read_text())
+    assert ours["cell_id"] == CELL
+    new_wheel = one_wheel(out / "wheels")
+    plain = plain_pytest_outcomes(project, tree, new_wheel, tmp_path / "plain")
+    mine = by_test({t["nodeid"]: t["outcome"] for t in ours["tests"]}, project.tests)
+    theirs = by_test(plain, project.tests)
+    assert len(theirs) > 50 and mine == theirs
+
+    # the ABI verdict against nm -D on the same two wheels
+    abi = json.loads((out / "abi.json").read_text())
+    removed, added = nm_diff(one_wheel(out / "baseline"), new_wheel, project.import_name)
+    assert abi_symbol_findings(abi) == (removed, added)
+    if removed:
+        assert abi["required_bump"] == "major"
+
+    # one verdict: the exit code, run.json and the report agree
+    green = report.startswith("## ✅")
+    assert run.returncode == (0 if green else 1), (run.returncode, report[:400])
+    assert green == (abi["status"] == "passed"), report[:800]
+
+
+@pytest.mark.parametrize("name", ["markupsafe", "simplejson"])
+def test_a_planted_failure_turns_the_report_red_and_is_named(name, tmp_path, keys):
+    project = PROJECTS[name]
+    tree, previous = adopt(project, tmp_path, keys)
+    plant(project, tree)
+    out = tmp_path / "out"
+    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), "--no-coverage", cwd=tmp_path)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert report.startswith("## ❌"), report[:400]
+    assert PLANTED_TEST in report
+    ours = json.loads((out / "test.json").read_text())
+    failed = [t["nodeid"] for t in ours["tests"] if t["outcome"] == "failed"]
+    # (markupsafe's autouse fixture runs every test twice: native and C speedups)
+    assert failed and all(f"{PLANTED_TEST}.py::{PLANTED_TEST}" in nodeid for nodeid in failed), failed
+    # the planted export is the one interface change, for nm and for the ABI verdict alike
+    abi = json.loads((out / "abi.json").read_text())
+    removed, added = nm_diff(one_wheel(out / "baseline"), one_wheel(out / "wheels"), project.import_name)
+    assert added >= {f"{project.import_name}_xcompat_planted"}
+    assert abi_symbol_findings(abi) == (removed, added)
+    assert re.search(r"symbol_added", json.dumps(abi["findings"]))
