@@ -9,6 +9,7 @@ interrupted run never leaves a half-written result; devices and FIFOs are never 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,6 @@ def _out_of_bounds(document: Any, depth_limit: int, digit_limit: int) -> str | N
 
     interpreter_limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
     biggest = 10**digit_limit if not 0 < interpreter_limit <= digit_limit else None
-    inf = float("inf")
     stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         node, depth = stack.pop()
@@ -140,7 +140,7 @@ def _out_of_bounds(document: Any, depth_limit: int, digit_limit: int) -> str | N
             if kind is dict or kind is list:
                 stack.append((value, depth + 1))
             elif kind is float:
-                if value != value or value == inf or value == -inf:
+                if not math.isfinite(value):
                     return "a number is out of range (it overflows to infinity)"
             elif kind is int and biggest is not None and not -biggest < value < biggest:
                 return f"an integer is longer than the limit of {digit_limit} digits"

@@ -63,7 +63,7 @@ def recheck_coverage(document: Any, *, source: str, thresholds: Thresholds) -> l
     overall = doc["totals"]["percent"]
     diff_section = doc.get("diff")
     diff_known = isinstance(diff_section, dict)
-    diff = diff_section.get("percent") if diff_known else None
+    diff = diff_section.get("percent") if isinstance(diff_section, dict) else None
     return evaluate(thresholds, overall, diff, diff_known=diff_known)
 
 

@@ -17,6 +17,7 @@ The clock and sleep are injectable, so tests run rate-limit scenarios without wa
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ def _retry_after_seconds(value: str, now: float) -> float | None:
         if when.tzinfo is None:
             return None
         seconds = when.timestamp() - now
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
+    if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)  # a wait longer than the time budget is refused by the caller
 

@@ -200,7 +200,7 @@ def verify_matrix(
                 f"allowed_signers does not exist at the trust ref ({signers_source})",
                 hint="the trust list must be committed on the base branch before it can vouch for a signature",
             )
-        revoked_source = root.describe(revoked_path)
+        revoked_source: str | None = root.describe(revoked_path)
         revoked_raw = root.read(revoked_path)
         if revoked_raw is None:
             if revoked is not None:
