@@ -98,6 +98,9 @@ KNOWN = {
     ("report (result)", "dangling-symlink"): "results/collect.py stats a dangling result symlink (FileNotFoundError)",
     ("report --from-artifact (result)", "dangling-symlink"):
         "results/collect.py stats a dangling result symlink (FileNotFoundError)",
+    ("gate (result)", "dangling-symlink"): "results/collect.py stats a dangling result symlink (FileNotFoundError)",
+    ("gate --coverage", "wrong-kind"): "gate/checks.py check_coverage does not call coverage.result_check yet",
+    ("gate --coverage", "version-string"): "gate/checks.py check_coverage does not call coverage.result_check yet",
 }
 
 
@@ -121,6 +124,9 @@ def workspace(root: Path) -> Path:
 
 
 RESULT = f"results/{CELL}/test.json"
+# The gate refuses before reading anything without a verified matrix (exit 3); these cases are
+# about parsing the evidence, so they use the documented escape hatch.
+GATE_UNVERIFIED = ("gate", "--insecure-no-verify")
 CASES = [
     Case("matrix validate", "matrix.yml", lambda w: ["matrix", "validate", str(w / "matrix.yml")]),
     Case("matrix plan", "matrix.yml", lambda w: ["matrix", "plan", str(w / "matrix.yml"), "--output", str(w / "out.json")],
@@ -146,13 +152,13 @@ CASES = [
     Case("report --from-artifact (plan)", "bundle/plan.json",
          lambda w: ["report", "--from-artifact", str(w / "bundle"), "--out", str(w / "r.md")], codes=frozenset({1, 2}),
          optional=True),
-    Case("gate (plan)", "plan.json", lambda w: ["gate", "--plan", str(w / "plan.json"), "--results", str(w / "results"),
+    Case("gate (plan)", "plan.json", lambda w: [*GATE_UNVERIFIED, "--plan", str(w / "plan.json"), "--results", str(w / "results"),
                                                 "--out", str(w / "gate.json")], codes=frozenset({2, 3})),
-    Case("gate (result)", RESULT, lambda w: ["gate", "--plan", str(w / "plan.json"), "--results", str(w / "results"),
+    Case("gate (result)", RESULT, lambda w: [*GATE_UNVERIFIED, "--plan", str(w / "plan.json"), "--results", str(w / "results"),
                                              "--out", str(w / "gate.json")], codes=frozenset({1, 2, 3})),
-    Case("gate --abi", "abi-diff.json", lambda w: ["gate", "--abi", str(w / "abi-diff.json"), "--out",
+    Case("gate --abi", "abi-diff.json", lambda w: [*GATE_UNVERIFIED, "--abi", str(w / "abi-diff.json"), "--out",
                                                    str(w / "gate.json")], codes=frozenset({2, 3})),
-    Case("gate --coverage", "coverage.json", lambda w: ["gate", "--coverage", str(w / "coverage.json"), "--out",
+    Case("gate --coverage", "coverage.json", lambda w: [*GATE_UNVERIFIED, "--coverage", str(w / "coverage.json"), "--out",
                                                         str(w / "gate.json")], codes=frozenset({2, 3})),
     Case("gate --matrix", "matrix.yml", lambda w: ["gate", "--plan", str(w / "plan.json"), "--results", str(w / "results"),
                                                    "--matrix", str(w / "matrix.yml"), "--allowed-signers",
