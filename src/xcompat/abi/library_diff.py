@@ -66,6 +66,13 @@ def _stem(key: str) -> tuple[str, str]:
     return head, (m.group("stem") if m else base)
 
 
+def _version_parts(key: str) -> int:
+    """How many version components follow ``.so`` in a library's name (``.so.24.0.0`` -> 3)."""
+    base = unhashed_name(key.rpartition("/")[2])
+    _, sep, tail = base.partition(".so.")
+    return len(tail.split(".")) if sep else 0
+
+
 def _member_name(lib: LibraryInterface) -> str:
     return lib.path.rpartition("!")[2].rpartition("/")[2]
 
@@ -104,6 +111,9 @@ def pair_libraries(
     match("path", lambda k, v: k.rpartition("/")[2])  # a library that moved to another folder
     match("soname", lambda k, v: unhashed_name(v.soname) if v.soname else None)
     match("stem", lambda k, v: _stem(k))
+    # wheels cannot hold symlinks: libfoo.so, libfoo.so.24 and libfoo.so.24.0.0 are copies;
+    # pair them by the shape of their version suffix
+    match("stem", lambda k, v: (*_stem(k), _version_parts(k)))
     return sorted(pairs, key=lambda p: p.old_key), only_old, only_new
 
 
@@ -124,7 +134,15 @@ def diff_libraries(
             continue
         c.add("library_added", key, None, f"{key} is new ({len(lib.exports)} exported symbols)")
     shipped = {unhashed_name(k.rpartition("/")[2]) for k in new_libs} | {unhashed_name(k.rpartition("/")[2]) for k in old_libs}
+    first_of: dict[tuple, LibraryPair] = {}
     for p in pairs:
+        # a copy of a library already compared (the same interface on both sides) adds nothing
+        sig = (p.old_key.rpartition("/")[0], p.old.soname, p.new.soname, len(p.old.exports), len(p.new.exports))
+        seen = first_of.get(sig)
+        if seen is not None and seen.old.exports == p.old.exports and seen.new.exports == p.new.exports:
+            c.filtered["library-copy"] += 1
+            continue
+        first_of.setdefault(sig, p)
         _diff_library(p, c, ctx, shipped)
     return pairs
 

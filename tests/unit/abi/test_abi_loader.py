@@ -191,3 +191,15 @@ def test_abidiff_report_keeps_its_lines_in_text_and_markdown():
     assert "\n        [D] f1()" in render_text(doc)
     md = render_markdown(doc)
     assert "\n  ```\n" in md and "\n    [D] f1()" in md
+
+
+def test_copies_of_one_library_pair_by_version_shape_and_are_compared_once():
+    def arrow(version, syms):
+        return lib(soname=f"libarrow_python.so.{version}", exports={s: ("f", 0) for s in syms})
+
+    old = {f"pa/libarrow_python{suffix}": arrow("2400", ("a", "b")) for suffix in (".so", ".so.2400", ".so.2400.0.0")}
+    new = {f"pa/libarrow_python{suffix}": arrow("2500", ("a",)) for suffix in (".so", ".so.2500", ".so.2500.1.0")}
+    d = diff_manifests(manifest(old), manifest(new))
+    assert sorted(p.how for p in d.pairs) == ["path", "stem", "stem"]
+    assert found(d) == {("soname_changed", None), ("symbol_removed", "b")}
+    assert d.filtered["library-copy"] == 2
