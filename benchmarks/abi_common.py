@@ -35,13 +35,29 @@ def extract(wheel: Path, member: str, label: str) -> Path:
 LAST_CPU: dict[str, float] = {}
 
 
+TIME = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+
+
 def run(cmd: list[str], *, stdout=subprocess.DEVNULL, env=None) -> tuple[float, float, int, int]:
-    """Run ``cmd``; (wall seconds, CPU seconds incl. children, peak RSS in MB, exit code)."""
+    """Run ``cmd``; (wall seconds, CPU seconds incl. children, peak RSS in MB, exit code).
+
+    The peak RSS comes from GNU ``time`` when installed: a child forked from this (possibly
+    large) process starts with its parent's resident pages, and ``ru_maxrss`` survives exec,
+    so ``wait4``'s figure is only an upper bound."""
+    import tempfile
+
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+    with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as rss_file:
+        argv = [TIME, "-q", "-f", "%M", "-o", rss_file.name, *cmd] if TIME else cmd
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        peak = usage.ru_maxrss // 1024
+        if TIME:
+            text = rss_file.read().strip().splitlines()
+            if text and text[-1].isdigit():
+                peak = int(text[-1]) // 1024
+    return wall, usage.ru_utime + usage.ru_stime, peak, os.waitstatus_to_exitcode(status)
 
 
 def measure(label: str, cmds: list[list[str]], repeat: int) -> tuple[float, int]:
