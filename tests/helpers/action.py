@@ -433,6 +433,8 @@ _INCLUDE_HEADER = """\
 #   stages: [verify, test]
 #   variables:
 #     XCOMPAT_PROJECT_DIR: "."   # override any default below
+#     # the same commit as `ref:` above, so the template and the tool are one version:
+#     XCOMPAT_INSTALL_SOURCE: git+$CI_SERVER_URL/org/xcompat-action.git@<full commit SHA>
 #
 # Generated from templates/xcompat.yml (the CI/CD component): inputs become the global
 # variables below, with the same defaults. Regenerate with:
@@ -457,11 +459,18 @@ def gitlab_include_from_component(text: str) -> str:
 
     def default(name: str) -> str:
         value = inputs[name].get("default", "")
+        if name == "install-source" and not value:
+            # An include has no component context: the release tag of this version (see the header).
+            from xcompat import __version__
+
+            return f"git+$CI_SERVER_URL/org/xcompat-action.git@{__version__}"
         return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
     variables: dict[str, str] = {}
     kept = []
     for line in body.splitlines():
+        if re.fullmatch(r"\s+XCOMPAT_COMPONENT_SHA: \$\[\[ component\.sha \]\]", line):
+            continue  # only read when XCOMPAT_INSTALL_SOURCE is empty, which it is not here
         match = re.fullmatch(r"\s+(XCOMPAT_\w+): \$\[\[ inputs\.([\w-]+) \]\]", line)
         if match:
             variables[match.group(1)] = match.group(2)

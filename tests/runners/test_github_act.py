@@ -214,7 +214,6 @@ jobs:
         with:
           stage: gate
           require-kinds: build,test
-          abi-diff: .xcompat-out/abi-diff.json
 """
 
 
@@ -242,5 +241,9 @@ def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
     [check] = [c for c in green.fake.check_runs.values() if c["head_sha"] == head]
     assert check["conclusion"] == "failure"
     assert "test_scale_is_kept" in json.dumps(check.get("_output"))
-    assert "release refused" in run.log or "not allowed" in run.log or "refused" in run.log
+    # test, abi, report and gate each ran and said so; the gate is what turned the job red.
+    work = green.work
+    assert "release refused" in run.log and "test_scale_is_kept" in run.log
+    diffs = list((work / "xdg-cache").rglob(".xcompat-out/abi-diff.json"))
+    assert diffs and json.loads(diffs[-1].read_text())["required_bump"] == "none"  # the same wheel as the baseline
     assert green.fake.violations == []

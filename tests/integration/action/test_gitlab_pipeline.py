@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,9 +55,22 @@ def run_job(script: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.
                           check=False)
 
 
+INSTALL = re.compile(r'^"\$XCOMPAT_VENV/bin/python" -I -m pip install --quiet "xcompat(\[(?P<extras>[^\]]*)\])? @ '
+                     r'\$\{XCOMPAT_INSTALL_SOURCE:-git\+\$CI_SERVER_URL/org/xcompat-action\.git@\$XCOMPAT_COMPONENT_SHA\}"$')
+
+
+def installed_extras(script: list[str]) -> str:
+    """The extras a job's pip line installs; the source is always the component's own project."""
+    [line] = [line for line in script if line.startswith('"$XCOMPAT_VENV/bin/python" -I -m pip install')]
+    match = INSTALL.match(line)
+    assert match, f"unexpected install line: {line}"
+    return match.group("extras") or ""
+
+
 def without_install(script: list[str]) -> list[str]:
     # The jobs pip-install xcompat from PyPI; here the checkout's own xcompat is on PATH instead.
-    return [line for line in script if not line.startswith("python3 -I -m venv /tmp/xcompat")]
+    return [line for line in script if not line.startswith(('XCOMPAT_VENV="${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID"',
+                                                            '"$XCOMPAT_VENV/bin/python" -I -m pip install'))]
 
 
 @pytest.fixture
@@ -95,8 +109,9 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     assert len(child["xcompat:build"]["parallel"]["matrix"]) == len(plan["cells"]) == len(cells)
 
     # The child pipeline: the trigger job's variables reach it, plus the cell's matrix variables.
-    recorder_dir = tmp_path / "recorder"
-    recorder_dir.mkdir()
+    venv = tmp_path / "venv"  # the job's venv: its bin/ holds the recorders (git stands in for the fetch)
+    recorder_dir = venv / "bin"
+    recorder_dir.mkdir(parents=True)
     (recorder_dir / "xcompat").write_text(RECORDER.format(python=sys.executable))
     (recorder_dir / "git").write_text("#!/bin/sh\nexit 0\n")  # the gate's `git fetch origin`
     pip_log = tmp_path / "pip.txt"
@@ -109,11 +124,22 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     tagged = gitlab_env(root, CI_COMMIT_TAG="v0.2.0", XCOMPAT_ARGV_LOG=str(log))
     tagged.update({**trigger_vars, **cells[0], "XCOMPAT_ABI_BASELINE": "baseline.json.gz"})
     tagged["PATH"] = f"{recorder_dir}:{tagged['PATH']}"
+    tagged["XCOMPAT_VENV"] = str(venv)  # set by the install line the test leaves out
     for name in ("xcompat:build", "xcompat:test", "xcompat:report", "xcompat:gate"):
         proc = run_job(without_install(child[name]["script"]), cwd=root, env=tagged)
         assert proc.returncode == 0, f"{name}: {proc.stdout}{proc.stderr}"
     frameworks = cells[0]["XCOMPAT_FRAMEWORKS"].split()
-    assert pip_log.read_text().split() == ["install", "--quiet", *(f"{f}.*" for f in frameworks)]
+    # The build job builds against the cell's frameworks, the test job runs with them.
+    wanted = ["install", "--quiet", *(f"{f}.*" for f in frameworks)]
+    assert pip_log.read_text().splitlines() == [" ".join(wanted)] * 2
+    # Only the extras each job needs: no torch (nor build tools) in plan, report and gate.
+    extras = {name: installed_extras(child[name]["script"]) for name in child if name.startswith("xcompat:")}
+    assert extras == {"xcompat:build": "build", "xcompat:test": "$XCOMPAT_TEST_EXTRAS",
+                      "xcompat:report": "",
+                      # the ABI diff's Python-API part, on tag pipelines with an abi-baseline only
+                      "xcompat:gate": "${CI_COMMIT_TAG:+${XCOMPAT_ABI_BASELINE:+abi}}"}
+    assert installed_extras(plan_job["script"]) == ""
+    assert jobs["xcompat:cells"]["variables"]["XCOMPAT_TEST_EXTRAS"] == "runner"
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     refused = [c["argv"] for c in calls if not c["ok"]]
     assert refused == [], f"the CLI refuses: {refused}"
