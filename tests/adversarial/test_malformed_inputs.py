@@ -24,15 +24,19 @@ from xcompat.cli import main
 CELL = "py3.12-linux-x86_64-cpu"
 
 
-def _public_key() -> str:
+def _key_pair() -> tuple[str, bytes]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    key = ec.generate_private_key(ec.SECP256R1()).public_key()
-    return key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    return public.decode(), private
 
 
-PUBLIC_KEY = _public_key()  # a real ECDSA P-256 key: the trust list parses, the signature is what fails
+# A real ECDSA P-256 key: the trust list parses, the signature is what fails.
+PUBLIC_KEY, PRIVATE_KEY = _key_pair()
 
 # -- malformed contents ---------------------------------------------------------------------
 
@@ -112,6 +116,8 @@ def workspace(root: Path) -> Path:
     write("matrix.yml.sig", "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n")
     write("allowed_signers", f'alice namespaces="xcompat-matrix-v1" {PUBLIC_KEY}\n')
     write("key.pub", f"{PUBLIC_KEY} alice@example.org\n")
+    (root / "id_ecdsa").write_bytes(PRIVATE_KEY)
+    (root / "id_ecdsa").chmod(0o600)
     write("plan.json", plan_document((CELL, True)))
     write(f"results/{CELL}/test.json", envelope("test", CELL, "passed", "1 passed"))
     write("abi-diff.json", {"version": 1, "required_bump": "none", "findings": []})
@@ -142,6 +148,12 @@ CASES = [
     Case("matrix verify (revoked)", "revoked", lambda w: ["matrix", "verify", str(w / "matrix.yml"), "--allowed-signers",
                                                           str(w / "allowed_signers"), "--revoked", str(w / "revoked")],
          codes=frozenset({2, 3})),
+    Case("matrix sign (matrix)", "matrix.yml", lambda w: ["matrix", "sign", str(w / "matrix.yml"), "--key",
+                                                          str(w / "id_ecdsa"), "--method", "python", "--signature",
+                                                          str(w / "new.sig")], outputs=("new.sig",)),
+    Case("matrix sign (key)", "id_ecdsa", lambda w: ["matrix", "sign", str(w / "matrix.yml"), "--key", str(w / "id_ecdsa"),
+                                                     "--method", "python", "--signature", str(w / "new.sig")],
+         outputs=("new.sig",)),
     Case("keys fingerprint", "key.pub", lambda w: ["keys", "fingerprint", str(w / "key.pub")]),
     Case("report (result)", RESULT, lambda w: ["report", str(w / "results"), "--plan", str(w / "plan.json"), "--format",
                                                "json", "--out", str(w / "report.json")], codes=frozenset({1, 2})),
@@ -166,6 +178,9 @@ CASES = [
          codes=frozenset({1, 2, 3})),  # the gate reports an unverifiable matrix as a refused release
     Case("coverage merge", "cov-cell.json", lambda w: ["coverage", "merge", str(w / "cov-cell.json"), "--out-dir",
                                                        str(w / "merged")], outputs=("merged/coverage.json",)),
+    Case("coverage merge --matrix", "matrix.yml", lambda w: ["coverage", "merge", str(w / "cov-cell.json"), "--matrix",
+                                                             str(w / "matrix.yml"), "--out-dir", str(w / "merged")],
+         outputs=("merged/coverage.json",)),
     Case("coverage collect", ".coverage", lambda w: ["coverage", "collect", "--python-data", str(w / ".coverage"),
                                                      "--source-root", str(w), "--out", str(w / "cell.json")],
          outputs=("cell.json",)),
