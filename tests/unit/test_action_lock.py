@@ -38,14 +38,53 @@ def _requirements(lines: list[str]) -> dict[str, Requirement]:
     return found
 
 
+LOCKED_EXTRAS = ("build", "abi", "coverage", "runner", "testing")  # every extra but torch (and the all/test bundles)
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _project() -> dict:
+    return _pyproject()["project"]
+
+
+def _expand(lines: list[str], extras: dict[str, list[str]]) -> list[str]:
+    """Requirement lines with ``xcompat[a,b]`` self-references replaced by those extras' lines."""
+    out: list[str] = []
+    for line in lines:
+        req = Requirement(line)
+        if canonicalize_name(req.name) == "xcompat":
+            for extra in sorted(req.extras):
+                out += _expand(extras.get(extra, []), extras)
+        else:
+            out.append(line)
+    return out
+
+
 def _declared() -> dict[str, Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    """What the lock must hold: xcompat's dependencies, its extras but torch, and its build backend."""
+    project = _project()
+    extras = project["optional-dependencies"]
     lines = list(project["dependencies"])
-    for extra in ("build", "abi", "coverage", "testing"):
-        lines += project["optional-dependencies"][extra]
-    lines += tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    declared = _requirements(lines)
+    for extra in LOCKED_EXTRAS:
+        lines += extras.get(extra, [])
+    lines += _pyproject()["build-system"]["requires"]
+    declared = _requirements(_expand(lines, extras))
     return {name: req for name, req in declared.items() if name not in UNLOCKED}
+
+
+def _anywhere() -> dict[str, set[str]]:
+    """Every specifier pyproject.toml gives each name, in any table."""
+    project = _project()
+    lines = list(project["dependencies"]) + list(_pyproject()["build-system"]["requires"])
+    for extra in project["optional-dependencies"].values():
+        lines += extra
+    found: dict[str, set[str]] = {}
+    for line in lines:
+        req = Requirement(line)
+        found.setdefault(canonicalize_name(req.name), set()).add(str(req))
+    return found
 
 
 def _locked() -> dict[str, tuple[str, list[str]]]:
@@ -62,11 +101,17 @@ def _locked() -> dict[str, tuple[str, list[str]]]:
     return locked
 
 
-def test_lock_input_matches_pyproject() -> None:
-    lock_in = _requirements(LOCK_IN.read_text().splitlines())
-    declared = _declared()
-    assert {n: str(r) for n, r in lock_in.items()} == {n: str(r) for n, r in declared.items()}, (
-        "locks/action.in drifted from pyproject.toml: edit it, then `make lock`")
+def test_lock_input_holds_every_declared_dependency() -> None:
+    lock_in = {n: str(r) for n, r in _requirements(LOCK_IN.read_text().splitlines()).items()}
+    missing = {n: str(r) for n, r in _declared().items() if lock_in.get(n) != str(r)}
+    assert missing == {}, f"pyproject.toml declares {missing}, locks/action.in does not: edit it, then `make lock`"
+
+
+def test_lock_input_names_only_what_pyproject_declares() -> None:
+    anywhere = _anywhere()
+    stale = [str(r) for n, r in _requirements(LOCK_IN.read_text().splitlines()).items()
+             if str(r) not in anywhere.get(n, set())]
+    assert stale == [], f"locks/action.in names requirements pyproject.toml does not: {stale}"
 
 
 def test_every_locked_package_is_pinned_with_hashes_and_frameworks_stay_out() -> None:
