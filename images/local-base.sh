@@ -39,7 +39,7 @@ if [ -z "${WORK_DIR:-}" ]; then
     WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/xcompat-rootfs.XXXXXX")
     own_work=1
 fi
-cleanup() { if [ -n "$own_work" ]; then rm -rf "$WORK_DIR"; fi; }
+cleanup() { rm -rf "${rootfs:-}"; if [ -n "$own_work" ]; then rm -rf "$WORK_DIR"; fi; }
 trap cleanup EXIT
 rootfs=$WORK_DIR/rootfs
 

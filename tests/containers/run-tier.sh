@@ -64,7 +64,7 @@ stop_all() {
     # Whatever dockerd left mounted under its roots, then the folder.
     grep -o " $work/[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m"; done
     rm -rf "$work"
-    say "stopped; total $(( $(date +%s) - tier_start )) s"
+    say "dockerd stopped and its folder removed; the tier took $(( $(date +%s) - tier_start )) s"
     exit "$status"
 }
 trap stop_all EXIT
@@ -98,8 +98,10 @@ else
     nice -n 10 docker build -q --network=host -f images/builder-debian.Dockerfile \
         --build-arg BASE=xcompat-local-base:"$key" -t "$builder" images >/dev/null
     record "builder image (build)" "$(since "$t1")"
+    t1=$(stamp)
     rm -f "$cache"/builder-debian-*.tar
     docker save -o "$tarball.tmp" xcompat-local-base:"$key" "$builder" && mv "$tarball.tmp" "$tarball"
+    record "builder image (docker save)" "$(since "$t1")"
 fi
 
 # -- 3. the torch wheel for the builder's Python and the third-party sdist ----------------
@@ -153,7 +155,7 @@ export XCOMPAT_CONTAINER_ARGS="--network=host -v /etc/ssl/certs:/etc/ssl/certs:r
 -v $cache/wheels:/wheels:ro -e PIP_FIND_LINKS=/wheels -e PIP_COMPILE=0"
 t0=$(stamp)
 status=0
-nice -n 10 "$PY" -m pytest tests/containers -p no:cacheprovider -q -rs || status=$?
+nice -n 10 "$PY" -m pytest tests/containers -p no:cacheprovider -q -rs --durations=5 || status=$?
 record "tests" "$(since "$t0")"
 if [ "$bench" = 1 ] && [ "$status" = 0 ]; then
     nice -n 10 "$PY" benchmarks/build_containers.py || status=$?

@@ -37,7 +37,8 @@ def test_runner_has_the_toolchain_for_jit_builds(runner: str) -> None:
     script = ("import os, torch.utils.cpp_extension as ext; "
               "print(all(os.path.isfile(os.path.join(d, 'torch', 'extension.h')) for d in ext.include_paths()[:1]))")
     proc = docker("run", "--rm", runner, "sh", "-c",
-                  f"command -v g++ ninja ccache patchelf git && python -c \"{script}\"")
+                  f"for tool in g++ ninja ccache patchelf git; do command -v $tool || exit 1; done; "
+                  f"python -c \"{script}\"")
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.split()
     assert len(lines) == 6 and lines[-1] == "True", proc.stdout
