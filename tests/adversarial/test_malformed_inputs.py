@@ -184,6 +184,8 @@ CASES = [
     Case("coverage collect", ".coverage", lambda w: ["coverage", "collect", "--python-data", str(w / ".coverage"),
                                                      "--source-root", str(w), "--out", str(w / "cell.json")],
          outputs=("cell.json",)),
+    Case("run --matrix", "matrix.yml", lambda w: ["run", "--matrix", str(w / "matrix.yml"), "--out", str(w / "run-out")],
+         outputs=("run-out/report.json",)),
     Case("abi diff (old)", "old.whl", lambda w: ["abi", "diff", str(w / "old.whl"), str(w / "old.whl"), "-o",
                                                  str(w / "abi.json")], outputs=("abi.json",)),
     Case("abi diff (snapshot)", "old.json.gz", lambda w: ["abi", "diff", str(w / "old.json.gz"), str(w / "old.json.gz")]),
