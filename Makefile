@@ -74,7 +74,7 @@ test-runners: $(STAMP)
 # $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}/real-projects.
 .PHONY: test-real
 test-real: $(STAMP)
-	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TIER_REAL=1 $(PY) -m pytest tests/real -p no:cacheprovider $(PYTEST_ARGS)
+	XCOMPAT_CACHE=$(or $(XCOMPAT_CACHE),$(HOME)/.cache/xcompat-ci) XCOMPAT_TIER_REAL=1 $(PY) -m pytest tests/real -p no:cacheprovider $(PYTEST_ARGS)
 
 # The CUDA build path on this GPU-less machine: a cached venv with a CUDA build of torch and
 # the pip CUDA toolkit, the kernels and the sample's CUDA part built, linked, loaded and
