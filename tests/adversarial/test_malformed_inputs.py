@@ -99,10 +99,6 @@ class Case:
 # Known gaps in files this tier does not own: (case, kind) -> what is wrong. Strict: fixing one
 # makes its case pass, which fails the run until the entry is removed.
 KNOWN = {
-    ("report (result)", "dangling-symlink"): "results/collect.py stats a dangling result symlink (FileNotFoundError)",
-    ("report --from-artifact (result)", "dangling-symlink"):
-        "results/collect.py stats a dangling result symlink (FileNotFoundError)",
-    ("gate (result)", "dangling-symlink"): "results/collect.py stats a dangling result symlink (FileNotFoundError)",
     ("gate --coverage", "wrong-kind"): "gate/checks.py check_coverage does not call coverage.result_check yet",
     ("gate --coverage", "version-string"): "gate/checks.py check_coverage does not call coverage.result_check yet",
 }

@@ -103,7 +103,12 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                 if resolved in seen:
                     continue
                 seen.add(resolved)
-                if file.stat().st_size > MAX_RESULT_BYTES:
+                try:
+                    size = file.stat().st_size
+                except OSError as exc:  # a dangling or looping symlink in a downloaded bundle
+                    raise InputError(f"cannot read ({exc.strerror})", file=file,
+                                     hint="a result file must be a readable regular file") from None
+                if size > MAX_RESULT_BYTES:
                     skipped.append(str(file))
                     continue
                 document = _read(file)
