@@ -73,12 +73,15 @@ def _null_terminal_writer(config: Any) -> Any:
     return writer
 
 
-def prepare_parent(config: Any) -> None:
+def prepare_parent(config: Any, items: Sequence[Any] = ()) -> None:
     """Once, in the warm parent before the first fork: what every test process would redo.
 
     pytest's global capture is switched off (the parent runs no test; its children write
-    straight to their output files) and the children's silent terminal writer is made.
+    straight to their output files), the children's silent terminal writer is made, and each
+    item's ``location`` (a cached property: source lookups and stat calls) is computed.
     """
+    for item in items:
+        item.location  # noqa: B018 - fills pytest's cache for every child
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None and capman._method != "no":
         capman.stop_global_capturing()

@@ -126,7 +126,7 @@ class IsolatedRunner:
     def pytest_collection_finish(self, session: Any) -> None:
         self.collected = [item.nodeid for item in session.items]
         if os.getpid() == self._parent and self.isolation != "none":
-            prepare_parent(session.config)  # once, here: test processes inherit it
+            prepare_parent(session.config, session.items)  # once, here: test processes inherit it
         if os.getpid() == self._parent and self.warm_torch_after_collection and torch_in_use_after_collection():
             self.late_warmup = warm_parent(use_torch=True)
             self.threads = self.late_warmup.threads
