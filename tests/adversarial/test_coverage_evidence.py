@@ -59,3 +59,15 @@ def test_a_passing_result_passes() -> None:
 def test_no_thresholds_in_the_matrix_means_no_checks() -> None:
     assert matrix_thresholds(CoverageThresholds()).source == "none"
     assert recheck_coverage(good(), source="c.json", thresholds=matrix_thresholds(CoverageThresholds())) == []
+
+
+def test_an_envelope_without_measurements_fails_a_signed_threshold() -> None:
+    document = {"version": 1, "kind": "coverage", "cell_id": None, "status": "passed", "summary": "trust me"}
+    checks = recheck_coverage(document, source="c.json", thresholds=Thresholds(overall=80.0, source="matrix"))
+    assert [(c.name, c.passed) for c in checks] == [("overall", False)]
+
+
+def test_a_measured_percentage_of_the_wrong_type_is_refused() -> None:
+    document = {**good(), "totals": {"percent": "100"}}
+    with pytest.raises(InputError, match=r"\$\.totals\.percent"):
+        recheck_coverage(document, source="c.json", thresholds=Thresholds(overall=80.0, source="matrix"))

@@ -32,8 +32,12 @@ def _non_finite(node: Any, path: str = "$") -> Iterator[str]:
             yield from _non_finite(value, f"{path}[{index}]")
 
 
-def check_coverage_document(document: Any, *, source: str) -> dict[str, Any]:
-    """``document`` when it is a merged coverage result; else ``InputError`` (exit 2) naming the place."""
+def check_coverage_document(document: Any, *, source: str, schema: bool = True) -> dict[str, Any]:
+    """``document`` when it is a merged coverage result; else ``InputError`` (exit 2) naming the place.
+
+    ``schema=False`` checks the envelope only (object, kind, integer version, finite numbers),
+    for callers that read just the envelope and the measured percentages.
+    """
     if not isinstance(document, dict):
         raise InputError(f"expected a coverage result object, got {type(document).__name__}", file=source,
                          hint="pass the coverage.json written by xcompat coverage merge")
@@ -47,9 +51,10 @@ def check_coverage_document(document: Any, *, source: str) -> dict[str, Any]:
     bad = next(_non_finite(document), None)
     if bad is not None:
         raise InputError(f"{bad}: not a finite number (NaN or infinity)", file=source)
-    from xcompat.jsonio import validate
+    if schema:
+        from xcompat.jsonio import validate
 
-    validate("coverage", document, source=source)
+        validate("coverage", document, source=source)
     return document
 
 
@@ -59,12 +64,23 @@ def recheck_coverage(document: Any, *, source: str, thresholds: Thresholds) -> l
     ``thresholds``: the verified matrix's ``coverage`` settings (``Thresholds(overall, diff,
     "matrix")``). The result's own ``status`` and ``gate`` entries are not consulted.
     """
-    doc = check_coverage_document(document, source=source)
-    overall = doc["totals"]["percent"]
+    doc = check_coverage_document(document, source=source, schema=False)
+    if thresholds.overall is None and thresholds.diff is None:
+        return []
+    totals = doc.get("totals")
+    overall = totals.get("percent") if isinstance(totals, dict) else None
+    if overall is not None and not _is_percent(overall):
+        raise InputError(f"$.totals.percent: expected a percentage, got {overall!r}", file=source)
     diff_section = doc.get("diff")
     diff_known = isinstance(diff_section, dict)
     diff = diff_section.get("percent") if isinstance(diff_section, dict) else None
+    if diff is not None and not _is_percent(diff):
+        raise InputError(f"$.diff.percent: expected a percentage, got {diff!r}", file=source)
     return evaluate(thresholds, overall, diff, diff_known=diff_known)
+
+
+def _is_percent(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 100
 
 
 def matrix_thresholds(coverage_settings: Any) -> Thresholds:
