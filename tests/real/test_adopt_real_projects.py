@@ -10,7 +10,8 @@ For each project (markupsafe keeps its tests in tests/, simplejson inside its pa
 Checked against independent tools: the test stage's outcome for every test equals plain
 pytest's on the same wheel; the ABI verdict's symbol findings equal an ``nm -D`` diff of the
 extension modules' exported interface. A second run with a planted failing test (and a planted
-exported C function) must be red, exit 1, and name the test in report.md.
+exported C function) must be red, exit 1, and name the test in report.md. Without a matrix,
+``xcompat run`` stops at once with the way to write one.
 """
 
 from __future__ import annotations
@@ -235,3 +236,14 @@ def test_a_planted_failure_turns_the_report_red_and_is_named(name, tmp_path, key
     assert added >= {f"{project.import_name}_xcompat_planted"}
     assert abi_symbol_findings(abi) == (removed, added)
     assert re.search(r"symbol_added", json.dumps(abi["findings"]))
+
+
+def test_a_project_without_a_matrix_is_told_to_write_one(tmp_path):
+    project = PROJECTS["markupsafe"]
+    tree = source_tree(project, project.version, tmp_path)
+    out = tmp_path / "out"
+    run = xcompat("run", str(tree), "--out", str(out), cwd=tmp_path, timeout=300)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert "xcompat matrix init" in run.stderr and "Traceback" not in run.stderr and len(lines) <= 2, run.stderr
+    assert not out.exists()  # nothing half-written, and not the bundled sample's matrix instead
