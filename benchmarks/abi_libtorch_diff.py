@@ -2,7 +2,8 @@
 
 Compares, in one run on this machine:
 * ``xcompat abi diff`` (whole command: interpreter start, both reads, diff, demangling,
-  JSON written) against ``nm -D --defined-only`` on both files (the goal: within 1.5x);
+  JSON written) against ``nm -D --defined-only`` on both files (the goal: within 1.5x) and
+  against libabigail's ``abidiff`` on the pair (when installed; the goal: 50x faster);
 * xcompat's ELF reader against pyelftools reading the same symbol and version tables.
 
     python benchmarks/abi_libtorch_diff.py [--repeat N]
@@ -11,6 +12,7 @@ Compares, in one run on this machine:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -58,6 +60,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-pyelftools", action="store_true")
+    ap.add_argument("--skip-abidiff", action="store_true")
     args = ap.parse_args()
     old = extract(TORCH_OLD_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.13.0")
     new = extract(TORCH_NEW_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.14.1")
@@ -70,6 +73,10 @@ def main() -> None:
     cpu = LAST_CPU["xcompat abi diff --format json"] / LAST_CPU["nm -D --defined-only (both files)"]
     print(f"  ratio xcompat / nm: {ours / nm:.2f}x wall, {cpu:.2f}x CPU, {ours_rss / max(nm_rss, 1):.2f}x memory "
           "(goal: within 1.5x)")
+    if shutil.which("abidiff") and not args.skip_abidiff:
+        measure("abidiff (libabigail)", [["abidiff", str(old), str(new)]], 1)
+        ratio = LAST_CPU["abidiff (libabigail)"] / LAST_CPU["xcompat abi diff --format json"]
+        print(f"  ratio abidiff / xcompat: {ratio:.0f}x CPU (goal: at least 50x)")
     print("reading .dynsym + version tables of both files (process start included):")
     reader, _ = measure("xcompat ELF reader", [[PY, "-c", OURS, str(old), str(new)]], args.repeat)
     if not args.skip_pyelftools:
