@@ -32,6 +32,18 @@ def extract(wheel: Path, member: str, label: str) -> Path:
     return out
 
 
+def compile_xcompat() -> None:
+    """Byte-compile xcompat once, as ``pip install`` does: with PYTHONDONTWRITEBYTECODE set
+    (or a read-only checkout) every measured process would otherwise compile its sources."""
+    import compileall
+
+    import xcompat
+
+    compileall.compile_dir(str(Path(xcompat.__file__).parent), quiet=1)
+
+
+compile_xcompat()
+
 LAST_CPU: dict[str, float] = {}
 
 
