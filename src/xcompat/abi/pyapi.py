@@ -154,6 +154,9 @@ def compare_signature(old: list, new: list) -> str | None:
     a new ``*args``/``**kwargs``), else a description of the break."""
     if old == new:
         return None
+    # positional-only parameters cannot be passed by name: compare them by position
+    old = [[new[i][0], *p[1:]] if p[1] == "positional-only" and i < len(new)
+           and new[i][1] in ("positional-only", "positional or keyword") else p for i, p in enumerate(old)]
     o = {p[0]: p for p in old}
     n = {p[0]: p for p in new}
     o_pos = [p[0] for p in old if p[1] in ("positional-only", "positional or keyword")]

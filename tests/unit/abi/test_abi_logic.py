@@ -249,6 +249,7 @@ PK = "positional or keyword"
         ([["x", PK, False], ["y", PK, False]], [["y", PK, False], ["x", PK, False]], "positional parameters reordered"),
         ([["x", PK, False]], [["x", "keyword-only", False]], "parameter 'x' changed kind"),
         ([["s", "positional-only", False]], [["s", PK, False]], "extended"),  # widened: still callable as before
+        ([["text", "positional-only", False]], [["s", PK, False]], "extended"),  # renamed positional-only
     ],
 )
 def test_compare_signature(old, new, verdict):
