@@ -6,9 +6,11 @@
 # 2. makes the Debian builder image (images/local-base.sh: debootstrap + docker import, then
 #    images/builder-debian.Dockerfile) once and caches it as a `docker save` tarball under
 #    ${XCOMPAT_CACHE:-$HOME/.cache/xcompat-ci}/containers; later runs `docker load` it;
-# 3. puts the host's CPU torch wheel for the builder's Python and a third-party sdist in the
-#    same cache (pip download, through this host's pip configuration);
-# 4. builds the CPU runner image FROM the local base, with torch from that wheel folder;
+# 3. puts the host's CPU torch wheel for the builder's Python in the same cache and a
+#    third-party sdist in `make test-real`'s sdist cache (pip download, through this host's
+#    pip configuration);
+# 4. builds the CPU runner image FROM the local base, with torch from that wheel folder
+#    (its system and torch layers cached as a tarball too, reused with --cache-from);
 # 5. runs tests/containers (real `xcompat build --backend cibuildwheel` runs), and with
 #    --bench also benchmarks/build_containers.py.
 #
@@ -21,6 +23,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 PY=${PY:-$repo/.venv/bin/python}
 cache=${XCOMPAT_CACHE:-$HOME/.cache/xcompat-ci}/containers
+# The third-party sdist comes from the folder `make test-real` keeps its PyPI sdists in.
+sdists=${XCOMPAT_CACHE:-$HOME/.cache/xcompat-ci}/real-projects/sdists
 bench=0
 [ "${1:-}" = --bench ] && bench=1
 SDIST_SPEC=${XCOMPAT_CONTAINER_SDIST_SPEC:-markupsafe==3.0.4}
@@ -44,7 +48,7 @@ fi
 [ "$(id -u)" = 0 ] || { say "needs root (dockerd, debootstrap)" >&2; exit 5; }
 [ -x "$PY" ] || { say "no $PY: run 'make test' or set PY" >&2; exit 5; }
 
-mkdir -p "$cache/wheels" "$cache/sdists"
+mkdir -p "$cache/wheels" "$sdists"
 # A short path: the socket path must stay under 108 bytes.
 work=$(mktemp -d /tmp/xcompat-ctr.XXXXXX)
 timings=$work/timings.jsonl
@@ -111,9 +115,9 @@ torch_version=$("$PY" -c 'import importlib.metadata as m; print(m.version("torch
 t0=$(stamp)
 "$PY" -m pip download -q --no-deps --only-binary :all: --python-version "$builder_py" --implementation cp \
     --platform manylinux_2_28_x86_64 "torch==$torch_version" -d "$cache/wheels"
-"$PY" -m pip download -q --no-deps --no-binary :all: "$SDIST_SPEC" -d "$cache/sdists"
+"$PY" -m pip download -q --no-deps --no-binary :all: "$SDIST_SPEC" -d "$sdists"
 record "downloads (cached)" "$(since "$t0")"
-sdist=$("$PY" - "$cache/sdists" "$SDIST_SPEC" <<'EOF'
+sdist=$("$PY" - "$sdists" "$SDIST_SPEC" <<'EOF'
 import sys
 from pathlib import Path
 from packaging.requirements import Requirement
@@ -126,19 +130,43 @@ for path in sorted(Path(sys.argv[1]).glob("*.tar.gz")):
         break
 EOF
 )
-[ -n "$sdist" ] || { say "no sdist for $SDIST_SPEC in $cache/sdists" >&2; exit 5; }
+[ -n "$sdist" ] || { say "no sdist for $SDIST_SPEC in $sdists" >&2; exit 5; }
 
 # -- 4. the CPU runner image FROM the local base, torch from the wheel folder --------------
-port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Its layers up to `COPY . /opt/xcompat-src` (system packages, torch) depend only on the
+# Dockerfile, the base and the torch wheel: they are kept as a `docker save` tarball and
+# reused with --cache-from; xcompat itself is installed afresh every run. A fixed port keeps
+# the TORCH_FIND_LINKS build argument, part of the layer cache key, the same between runs.
+port=38765
+"$PY" -c "import socket; socket.socket().bind(('127.0.0.1', $port))" 2>/dev/null \
+    || port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$PY" -m http.server --bind 127.0.0.1 --directory "$cache/wheels" "$port" >"$work/http.log" 2>&1 &
 http_pid=$!
-t0=$(stamp)
 runner=xcompat-runner-cpu:test
-nice -n 10 docker build -q --network=host -f images/runner-cpu.Dockerfile --build-arg BASE=xcompat-local-base:"$key" \
-    --build-arg TORCH_VERSION="${torch_version%%+*}" --build-arg TORCH_FIND_LINKS="http://127.0.0.1:$port/" \
+runner_key=$( (cat images/runner-cpu.Dockerfile; echo "$key $torch_version $port") | sha256sum | cut -c1-12)
+runner_cache=xcompat-runner-cpu:cache-$runner_key
+runner_tarball=$cache/runner-cpu-$runner_key.tar
+cache_from=()
+t0=$(stamp)
+if [ -f "$runner_tarball" ]; then
+    docker load -i "$runner_tarball" >/dev/null && cache_from=(--cache-from "$runner_cache")
+    record "runner-cpu layers (cached load)" "$(since "$t0")"
+fi
+t0=$(stamp)
+nice -n 10 docker build --network=host "${cache_from[@]}" -f images/runner-cpu.Dockerfile \
+    --build-arg BASE=xcompat-local-base:"$key" --build-arg TORCH_VERSION="${torch_version%%+*}" \
+    --build-arg TORCH_FIND_LINKS="http://127.0.0.1:$port/" \
     -t "$runner" . >"$work/runner-build.log" 2>&1 || { tail -30 "$work/runner-build.log" >&2; exit 4; }
 record "runner-cpu image (build)" "$(since "$t0")"
+say "runner-cpu: $(grep -c 'Using cache' "$work/runner-build.log") of $(grep -c '^Step ' "$work/runner-build.log") steps from the layer cache"
 kill "$http_pid"; http_pid=""
+if [ ! -f "$runner_tarball" ]; then
+    t0=$(stamp)
+    rm -f "$cache"/runner-cpu-*.tar
+    docker tag "$runner" "$runner_cache"
+    docker save -o "$runner_tarball.tmp" "$runner_cache" && mv "$runner_tarball.tmp" "$runner_tarball"
+    record "runner-cpu layers (docker save)" "$(since "$t0")"
+fi
 
 # -- 5. the tests (and the benchmark) ------------------------------------------------------
 export XCOMPAT_CONTAINER_TIER=1

@@ -127,6 +127,8 @@ def check_ran_as_derived(built: Built) -> None:
     assert log.option("repair_command") == env["CIBW_REPAIR_WHEEL_COMMAND_LINUX"]
     assert log.option("test_command") == env["CIBW_TEST_COMMAND"]
     assert log.option("test_requires") == env["CIBW_TEST_REQUIRES"] == "pytest"
+    # CPU cells set no build environment (CUDA/ROCm cells do: configuration-tested only).
+    assert log.option("environment") == env.get("CIBW_ENVIRONMENT_LINUX", "") == ""
     assert "Invalid skip selector" not in built.log_text
     # The repair that ran: auditwheel with every torch/CUDA/ROCm exclude, on the built wheel.
     (repair,) = [c for c in log.shell_commands() if c.startswith("auditwheel repair")]
