@@ -216,8 +216,8 @@ def diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: Collecto
     if names:
         defs = definitions_of(a, names), definitions_of(b, names)
         classes = noise.class_lookup(a.exports, b.exports)  # judges WEAK C++ functions
-        _binding_findings(key, a, b, c, defs, extension, extension_exports, classes)
-        _added_findings(key, b, c, defs, extension, extension_exports, classes,
+        _binding_findings(key, a, b, c, defs, extension, extension_exports, classes, _origins(a))
+        _added_findings(key, b, c, defs, extension, extension_exports, classes, _origins(b),
                         versioning_added=versioned_b and not versioned_a)
     da, db = set(a.version_defs), set(b.version_defs)
     if versioned_a and not versioned_b:
@@ -238,9 +238,23 @@ def diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: Collecto
         c.add("symbol_version_added", key, None, f"version node {v} is newly defined", new=v)
 
 
+def _origins(lib: LibraryInterface) -> Callable[[str], str | None] | None:
+    """Where DWARF says a function is defined (header / source), for a library file with
+    debug info; None otherwise (wheel members, release builds)."""
+    if not lib.debug_info or lib.format != "elf" or "!" in lib.path:
+        return None
+    from pathlib import Path
+
+    from xcompat.abi.dwarf_origin import definition_origins
+
+    path = Path(lib.path)
+    found = definition_origins(path) if path.is_file() else None
+    return found.origin if found is not None else None
+
+
 def _binding_findings(
     key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
-    declared: tuple[str, ...], classes: Callable[[list[str]], bool],
+    declared: tuple[str, ...], classes: Callable[[list[str]], bool], origin: Callable[[str], str | None] | None,
 ) -> None:
     for ch in compare_bindings(a, b, defs=defs):
         old = ch.old
@@ -253,7 +267,7 @@ def _binding_findings(
             # matters even though they are vague linkage
             unique = "u" in (old.type_char, new.type_char)
             why = noise.classify(old.key, a, extension=extension, weak=weak and new.type_char.isupper() and not unique,
-                                 declared=declared, is_class=classes)
+                                 declared=declared, is_class=classes, origin=origin)
             if why:
                 c.filtered["size-noise"] += 1
                 continue
@@ -262,7 +276,8 @@ def _binding_findings(
             kind = "vtable_size_changed" if base.startswith("_ZTV") else "object_size_changed"
             c.add(kind, key, sym, f"{what}size {old.size} -> {new.size} bytes", old=old.size, new=new.size)
             continue
-        why = noise.classify(old.key, a, extension=extension, weak=weak, declared=declared, is_class=classes)
+        why = noise.classify(old.key, a, extension=extension, weak=weak, declared=declared, is_class=classes,
+                             origin=origin)
         if why:
             c.filtered[why] += 1
             continue
@@ -278,7 +293,8 @@ def _binding_findings(
 
 def _added_findings(
     key: str, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
-    declared: tuple[str, ...], classes: Callable[[list[str]], bool], *, versioning_added: bool
+    declared: tuple[str, ...], classes: Callable[[list[str]], bool], origin: Callable[[str], str | None] | None,
+    *, versioning_added: bool,
 ) -> None:
     da, db = defs
     for name in sorted(db):
@@ -287,7 +303,8 @@ def _added_findings(
             if d.key in old_keys:
                 continue
             weak = d.type_char.isupper() or d.type_char == "u"
-            why = noise.classify(d.key, b, extension=extension, weak=weak, declared=declared, is_class=classes)
+            why = noise.classify(d.key, b, extension=extension, weak=weak, declared=declared, is_class=classes,
+                                 origin=origin)
             if why:
                 c.filtered[why] += 1
                 continue

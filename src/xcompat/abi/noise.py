@@ -237,6 +237,7 @@ def default_extension_exports(key: str) -> tuple[str, ...]:
 def classify(
     name: str, lib: LibraryInterface, *, extension: bool, weak: bool = False, declared: tuple[str, ...] = (),
     is_class: Callable[[list[str]], bool] | None = None,
+    origin: Callable[[str], str | None] | None = None,
 ) -> str | None:
     """Return why ``name`` is noise or None.
 
@@ -252,6 +253,12 @@ def classify(
         return "stdlib"
     if extension and not is_extension_interface(base, declared):
         return "extension-internal"
-    if weak and is_mangled(base) and vague_linkage_shape(base, is_class=is_class or class_lookup(lib.exports)):
-        return "vague-linkage"
+    if weak and is_mangled(base):
+        # DWARF, when the library has it, says where the function is defined: a header
+        # (every consumer has a copy) or the library's own source (consumers bind to it)
+        where = origin(base) if origin is not None else None
+        if where == "header":
+            return "vague-linkage"
+        if where is None and vague_linkage_shape(base, is_class=is_class or class_lookup(lib.exports)):
+            return "vague-linkage"
     return None

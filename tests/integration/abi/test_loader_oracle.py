@@ -42,6 +42,7 @@ class Lib:
     soname: str = "libtoy.so.1"
     flags: tuple[str, ...] = ("-O2",)
     cxx: bool = False
+    header: str | None = None  # written as toy.h next to the library; consumers include it
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,37 @@ WEAK_V2 = """
 namespace ns { int use_twice() { return 42; } }
 """
 
+# With debug info, DWARF says where each WEAK function is defined: the header (inline, a
+# template defined there: consumers carry a copy) or the library's source (an explicitly weak
+# hook, a template explicitly instantiated in the .cc: consumers bind to it). The shape alone
+# would call thrice<int> vague linkage; the loader and DWARF say it breaks.
+DWARF_HEADER = """
+namespace ns {
+inline int inl(int x) { return x + 1; }
+template <class T> T twice(T x) { return 2 * x; }
+template <class T> T thrice(T x);
+extern template int thrice<int>(int);
+int explicit_weak();
+}
+"""
+DWARF_V1 = """
+#include "toy.h"
+namespace ns {
+__attribute__((weak)) int explicit_weak() { return 3; }
+template <class T> T thrice(T x) { return 3 * x; }
+template int thrice<int>(int);
+int use() { return inl(1) + twice(2); }
+}
+"""
+DWARF_V2 = """
+namespace ns { int use() { return 5; } }
+"""
+
+
+def _dwarf_user(call: str) -> str:
+    return f'#include <cstdio>\n#include "toy.h"\nint main() {{ std::printf("%d\\n", {call}); return 0; }}\n'
+
+
 CASES = (
     Case("removed", "loader",
          Lib("int kept(void) { return 1; }\nint gone(void) { return 2; }\n"),
@@ -129,6 +161,14 @@ CASES = (
               '#include <cstdio>\nnamespace ns { template <class T> T twice(T x) { return 2 * x; } }\n'
               'int main() { std::printf("%d\\n", ns::twice(4)); return 0; }\n', cxx=True)),
          frozenset({"_ZN2ns13explicit_weakEv"})),
+    Case("weak-cxx-dwarf", "loader",
+         Lib(DWARF_V1, cxx=True, flags=("-O0", "-g"), header=DWARF_HEADER),
+         Lib(DWARF_V2, cxx=True, flags=("-O0", "-g"), header=DWARF_HEADER),
+         (Ref("_ZN2ns13explicit_weakEv", _dwarf_user("ns::explicit_weak()"), cxx=True),
+          Ref("_ZN2ns6thriceIiEET_S1_", _dwarf_user("ns::thrice(4)"), cxx=True),
+          Ref("_ZN2ns3inlEi", _dwarf_user("ns::inl(4)"), cxx=True),
+          Ref("_ZN2ns5twiceIiEET_S1_", _dwarf_user("ns::twice(4)"), cxx=True)),
+         frozenset({"_ZN2ns13explicit_weakEv", "_ZN2ns6thriceIiEET_S1_"})),
     Case("versioned-moved", "loader",
          Lib("int bar(void) { return 1; }\nint baz(void) { return 2; }\n", script="V1 { global: bar; baz; local: *; };"),
          Lib("int bar(void) { return 1; }\nint baz(void) { return 2; }\n",
@@ -178,6 +218,8 @@ def _build_lib(lib: Lib, out: Path, filename: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     src = out / ("toy.cc" if lib.cxx else "toy.c")
     src.write_text(lib.src)
+    if lib.header is not None:
+        (out / "toy.h").write_text(lib.header)
     cmd = ["g++" if lib.cxx else "gcc", *lib.flags, "-fPIC", "-shared", f"-Wl,-soname,{lib.soname}", "-o",
            str(out / filename), str(src)]
     if lib.script:
@@ -196,8 +238,8 @@ def _build_lib(lib: Lib, out: Path, filename: str) -> Path:
 def _build_consumer(ref: Ref, libdir: Path, out: Path) -> Path:
     src = out.with_suffix(".cc" if ref.cxx else ".c")
     src.write_text(ref.code)
-    cmd = ["g++" if ref.cxx else "gcc", "-O0", *(["-no-pie"] if ref.no_pie else []), "-o", str(out), str(src),
-           f"-L{libdir}", "-ltoy"]
+    cmd = ["g++" if ref.cxx else "gcc", "-O0", *(["-no-pie"] if ref.no_pie else []), f"-I{libdir}", "-o", str(out),
+           str(src), f"-L{libdir}", "-ltoy"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return out
 
