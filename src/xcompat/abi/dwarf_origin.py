@@ -46,7 +46,9 @@ def definition_origins(path: str | Path) -> DefinitionOrigins | None:
             if sec is None or sec.data_size > MAX_DEBUG_INFO or not elf.has_dwarf_info():
                 return None
             return _walk(elf.get_dwarf_info())
-    except (OSError, ELFError, ValueError, KeyError, IndexError, AttributeError):
+    except (OSError, ELFError):
+        return None
+    except Exception:  # noqa: BLE001 - malformed DWARF in any form is "no evidence": the shape decides
         return None
 
 

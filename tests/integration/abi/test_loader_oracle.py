@@ -330,3 +330,31 @@ def test_build_audit_and_abi_diff_read_the_same_absolute_runpath(tmp_path: Path)
         ("rpath_absolute_added", "/home/builder/leak")]
     set_by = policy_symbols(new, "manylinux_2_17_x86_64")
     assert set_by and all(s["library"] == "libc.so.6" for s in set_by)
+
+
+def test_corrupt_dwarf_is_no_evidence_not_an_error(tmp_path: Path):
+    from xcompat.abi.dwarf_origin import definition_origins
+    from xcompat.abi.elf import read_elf
+
+    lib = _build_lib(Lib(DWARF_V1, cxx=True, flags=("-O0", "-g"), header=DWARF_HEADER), tmp_path / "ok", "libtoy.so.1")
+    good = definition_origins(lib)
+    assert good is not None and good.origin("_ZN2ns13explicit_weakEv") == "source"
+    assert good.origin("_ZN2ns3inlEi") == "header"
+    data = bytearray(lib.read_bytes())
+    info = read_elf(lib)
+    assert info.debug_info
+    # overwrite every byte of .debug_info / .debug_abbrev / .debug_line with garbage
+    import struct
+
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names = secs[shstrndx]
+    for sh in secs:
+        name = bytes(data[names[4] + sh[0]: names[4] + sh[0] + 16]).split(b"\0")[0]
+        if name in (b".debug_info", b".debug_abbrev", b".debug_line"):
+            data[sh[4]: sh[4] + sh[5]] = bytes((i * 37 + 11) % 256 for i in range(sh[5]))
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(bytes(data))
+    origins = definition_origins(bad)  # must not raise
+    assert origins is None or isinstance(origins.header, frozenset)
