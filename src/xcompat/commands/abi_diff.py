@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+
 from xcompat.outputs import OutputFile
 
 FORMATS = ("text", "json", "markdown")

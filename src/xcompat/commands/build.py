@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
 from xcompat.outputs import OutputDir
 
 BACKENDS = ("native", "cibuildwheel")

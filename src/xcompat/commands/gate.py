@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+
 from xcompat.outputs import OutputFile
 
 STAGE_KINDS = ("build", "kernels", "test", "probe", "abi", "coverage")

@@ -128,9 +128,8 @@ def execute(args: argparse.Namespace) -> int:
     elif not (args.github or args.gitlab):
         print(rendered, end="" if rendered.endswith("\n") else "\n")
 
-    from xcompat.report.badge import write_badge
-
     from xcompat.forges.comment_mode import parse_mode
+    from xcompat.report.badge import write_badge
 
     comment_mode = parse_mode("off" if args.no_comment else args.comment_mode)
     urls: dict[str, str | None] = {}
