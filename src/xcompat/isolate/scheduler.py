@@ -64,6 +64,11 @@ def run_groups(
     free = deque(range(slot_count))
     running: dict[int, TestProcess] = {}
     selector = selectors.DefaultSelector()
+    # Message pipes the parent sleeps on. A process with one test and a pidfd is not watched:
+    # the parent sleeps on its exit (and deadlines) only, so the test's write does not wake it
+    # too (on a busy machine each wake-up is a context switch), and reads the pipe whenever it
+    # is awake. A process with several tests is watched: its writes would fill the pipe.
+    watched: set[int] = set()
 
     def drain(process: TestProcess, *, until_eof: bool = False) -> None:
         for message in process.messages.read(until_eof=until_eof):
@@ -78,9 +83,11 @@ def run_groups(
                 slot_index = free.popleft()
                 process = launcher.start(config, pending.popleft(), slot_index)
                 running[process.pid] = process
-                selector.register(process.read_fd, selectors.EVENT_READ, ("pipe", process))
                 if process.pidfd is not None:
                     selector.register(process.pidfd, selectors.EVENT_READ, ("exit", process))
+                if process.pidfd is None or len(process.items) > 1:
+                    selector.register(process.read_fd, selectors.EVENT_READ, ("pipe", process))
+                    watched.add(process.pid)
                 if prefork and len(pending) > len(free):
                     launcher.prepare_spare(config, slot_index)
             for key, _ in selector.select(timeout=next_wake(running.values(), time.monotonic())):
@@ -89,8 +96,12 @@ def run_groups(
                     drain(process)
                     if process.messages.eof:
                         selector.unregister(process.read_fd)
+                        watched.discard(process.pid)
                 elif process.status is None:
                     reap(process, block=True)
+            for process in running.values():
+                if process.pid not in watched and not process.messages.eof:
+                    drain(process)  # what arrived meanwhile: done tests, before their deadlines count
             now = time.monotonic()
             for process in list(running.values()):
                 enforce_deadline(process, now)
@@ -100,7 +111,9 @@ def run_groups(
                     continue
                 if not process.messages.eof:
                     drain(process, until_eof=True)
+                if process.pid in watched:
                     selector.unregister(process.read_fd)
+                    watched.discard(process.pid)
                 os.close(process.read_fd)
                 if process.pidfd is not None:
                     selector.unregister(process.pidfd)
