@@ -133,6 +133,8 @@ class AbiPolicy:
     baseline: Baseline = "last-release-tag"
     gating: tuple[str, ...] | None = None  # None: the ABI rules' defaults (kinds that need a major bump)
     bumps: Mapping[str, Bump] = field(default_factory=_empty)  # finding kind -> required bump override
+    # extension modules' interface besides PyInit_* (globs); None: the package-prefix convention
+    extension_exports: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -414,6 +416,7 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
         baseline=a.get("baseline", D.DEFAULT_ABI_BASELINE),
         gating=tuple(a["gate"]) if "gate" in a else None,
         bumps=MappingProxyType(dict(a.get("bumps", {}))),
+        extension_exports=tuple(a["extension-exports"]) if "extension-exports" in a else None,
     )
     c = doc.get("coverage", {})
     coverage = CoverageThresholds(

@@ -212,6 +212,7 @@ def settings_dict(matrix: Matrix) -> dict[str, Any]:
             "baseline": a.baseline,
             "gate": None if a.gating is None else list(a.gating),
             "bumps": dict(a.bumps),
+            "extension_exports": None if a.extension_exports is None else list(a.extension_exports),
         },
         "coverage": {"overall": cov.overall, "diff": cov.diff},
         "gate": {"tag_pattern": g.tag_pattern, "required_backends": list(g.required_backends)},

@@ -75,6 +75,7 @@ class Settings:
             "abi.baseline": a.baseline,
             "abi.gate": None if a.gating is None else list(a.gating),
             "abi.bumps": dict(a.bumps),
+            "abi.extension-exports": None if a.extension_exports is None else list(a.extension_exports),
             "coverage.overall": c.overall,
             "coverage.diff": c.diff,
             "gate.tag-pattern": g.tag_pattern,
@@ -93,6 +94,8 @@ class Settings:
         doc: dict[str, Any] = {"bumps": dict(self.abi.bumps), "baseline": self.abi.baseline}
         if self.abi.gating is not None:
             doc["gate"] = list(self.abi.gating)
+        if self.abi.extension_exports is not None:
+            doc["extension_exports"] = list(self.abi.extension_exports)
         return doc
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,7 +205,8 @@ def defaults_settings(*, required_backends: tuple[str, ...] = ()) -> Settings:
         tests=TestSettings(kernels="all" if d["tests.kernels"] == "all" else tuple(d["tests.kernels"]),
                            pytest_paths=tuple(d["tests.pytest"]), pytest_args=tuple(d["tests.pytest-args"]),
                            isolation=d["tests.isolation"], timeout=float(d["tests.timeout"])),
-        abi=AbiPolicy(baseline=d["abi.baseline"], gating=d["abi.gate"], bumps=MappingProxyType(dict(d["abi.bumps"]))),
+        abi=AbiPolicy(baseline=d["abi.baseline"], gating=d["abi.gate"], bumps=MappingProxyType(dict(d["abi.bumps"])),
+                      extension_exports=_optional_tuple(d["abi.extension-exports"])),
         coverage=CoverageThresholds(overall=d["coverage.overall"], diff=d["coverage.diff"]),
         gate=GateSettings(tag_pattern=d["gate.tag-pattern"], required_backends=tuple(required_backends)),
         origin="defaults",
@@ -220,6 +224,10 @@ def _expect(cond: bool, path: str, what: str, value: Any, source: str) -> None:
 
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _optional_tuple(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _number(value: Any) -> bool:
@@ -256,6 +264,9 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     bumps = a.get("bumps", d["abi.bumps"])
     _expect(isinstance(bumps, dict) and all(isinstance(k, str) and v in BUMPS for k, v in bumps.items()),
             "$.settings.abi.bumps", "a mapping of finding kind to bump", bumps, source)
+    extension_exports = a.get("extension_exports", d["abi.extension-exports"])
+    _expect(extension_exports is None or _strings(extension_exports), "$.settings.abi.extension_exports",
+            "null or glob patterns", extension_exports, source)
     for name in ("overall", "diff"):
         value = c.get(name)
         _expect(value is None or (_number(value) and 0 <= value <= 100), f"$.settings.coverage.{name}",
@@ -276,7 +287,7 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
             timeout=float(timeout),
         ),
         abi=AbiPolicy(baseline=baseline, gating=None if gating is None else tuple(gating),
-                      bumps=MappingProxyType(dict(bumps))),
+                      bumps=MappingProxyType(dict(bumps)), extension_exports=_optional_tuple(extension_exports)),
         coverage=CoverageThresholds(overall=None if c.get("overall") is None else float(c["overall"]),
                                     diff=None if c.get("diff") is None else float(c["diff"])),
         gate=GateSettings(tag_pattern=pattern, required_backends=tuple(required_backends)),
@@ -284,6 +295,8 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
         origin="plan",
     )
 
+
+_ADDED_KEYS = ("abi.extension-exports",)
 
 _DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
     "tests.kernels": (lambda v: v in ("all", "none") or _strings(v), "all, none or kernel names"),
@@ -295,6 +308,7 @@ _DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
     "abi.gate": (lambda v: v is None or _strings(v), "null or finding kinds"),
     "abi.bumps": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and b in BUMPS for k, b in v.items()),
                   "a mapping of finding kind to bump"),
+    "abi.extension-exports": (lambda v: v is None or _strings(v), "null or glob patterns"),
     "coverage.overall": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
     "coverage.diff": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
     "gate.tag-pattern": (lambda v: isinstance(v, str), "a glob"),
@@ -312,6 +326,8 @@ def settings_from_document(document: Any, *, source: str = "<settings>") -> Sett
     _expect(isinstance(values, dict), "$.settings", "an object", values, source)
     unknown = sorted(set(values) - set(defaults()))
     _expect(not unknown, "$.settings", "known keys only", unknown, source)
+    # keys added after version 1 was written read their default when absent
+    values = {**{k: defaults()[k] for k in _ADDED_KEYS}, **values}
     missing = sorted(set(defaults()) - set(values))
     _expect(not missing, "$.settings", "every settings key", f"missing {', '.join(missing)}", source)
     for key, (check, what) in _DOCUMENT_CHECKS.items():
@@ -333,7 +349,8 @@ def settings_from_document(document: Any, *, source: str = "<settings>") -> Sett
             isolation=v["tests.isolation"], timeout=float(v["tests.timeout"]),
         ),
         abi=AbiPolicy(baseline=v["abi.baseline"], gating=None if v["abi.gate"] is None else tuple(v["abi.gate"]),
-                      bumps=MappingProxyType(dict(v["abi.bumps"]))),
+                      bumps=MappingProxyType(dict(v["abi.bumps"])),
+                      extension_exports=_optional_tuple(v["abi.extension-exports"])),
         coverage=CoverageThresholds(
             overall=None if v["coverage.overall"] is None else float(v["coverage.overall"]),
             diff=None if v["coverage.diff"] is None else float(v["coverage.diff"]),
