@@ -2,7 +2,9 @@
 
 One entry per wheel: file, sha256, size, tags, cell id, the platform policy the wheel
 satisfies and the symbols that set it, external and excluded libraries, the abi3 audit
-of Limited-API modules, and the time spent building, repairing and auditing.
+of Limited-API modules, absolute RPATH/RUNPATH entries leaked from the build machine (per
+ELF member; added to version 1 as an optional field, so older records still read), and the
+time spent building, repairing and auditing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from xcompat.build.audit import (
     abi3_audit,
+    absolute_search_paths,
     auditwheel_show,
     policy_symbols,
     sha256_of,
@@ -92,6 +95,7 @@ def audit_built_wheel(
         "excluded_libs": excluded_libs(external, built.excluded),
         "abi3": abi3.to_dict() if abi3 is not None else None,
         "gpu_code": gpu_code,
+        "absolute_search_paths": absolute_search_paths(path) if not info["pure"] else {},
         "build_seconds": round(built.build_seconds, 3),
         "repair_seconds": round(built.repair_seconds, 3),
         "audit_seconds": round(audit_seconds, 3),

@@ -332,6 +332,34 @@ def test_build_audit_and_abi_diff_read_the_same_absolute_runpath(tmp_path: Path)
     assert set_by and all(s["library"] == "libc.so.6" for s in set_by)
 
 
+def test_build_record_stores_the_leaked_absolute_runpath(tmp_path: Path):
+    """``build.json`` keeps what the audit found: per member, the absolute search paths."""
+    import json
+    import sys
+
+    from tests.helpers.abi import make_wheel
+
+    from xcompat import jsonio
+    from xcompat.build.native import BuiltWheel, IsolationChoice
+    from xcompat.build.record import audit_built_wheel, build_document
+
+    leaky = _build_lib(Lib("int f(void) { return 2; }\n", flags=("-O2", "-Wl,-rpath,/opt/ci/leak:$ORIGIN")),
+                       tmp_path / "leaky", "libtoy.so.1")
+    clean = _build_lib(Lib("int f(void) { return 3; }\n"), tmp_path / "clean", "libtoy.so.1")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    entries = []
+    for name, lib in (("leaky", leaky), ("clean", clean)):
+        wheel = make_wheel(tmp_path / name / "w", version="1.0.0", files={"demo/libtoy.so.1": lib})
+        built = BuiltWheel(path=wheel, cell_id=None, build_seconds=0.0, repair_seconds=0.0, repair_tool="none",
+                           excluded=(), log=tmp_path / "build.log", isolation=IsolationChoice(isolated=False, reason="test"), ccache=False)
+        entries.append(audit_built_wheel(built, env=env, out_dir=tmp_path, backend="native"))
+    assert entries[0]["absolute_search_paths"] == {"demo/libtoy.so.1": ["/opt/ci/leak"]}
+    assert entries[1]["absolute_search_paths"] == {}
+    record = build_document(project=tmp_path, backend="native", wheels=entries,
+                            cells=[{"id": "c", "status": "passed", "wheels": [e["file"] for e in entries]}], seconds=1.0)
+    jsonio.validate("build", json.loads(json.dumps(record)))
+
+
 def test_corrupt_dwarf_is_no_evidence_not_an_error(tmp_path: Path):
     from xcompat.abi.dwarf_origin import definition_origins
     from xcompat.abi.elf import read_elf
