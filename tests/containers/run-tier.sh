@@ -116,7 +116,7 @@ t0=$(stamp)
 "$PY" -m pip download -q --no-deps --only-binary :all: --python-version "$builder_py" --implementation cp \
     --platform manylinux_2_28_x86_64 "torch==$torch_version" -d "$cache/wheels"
 "$PY" -m pip download -q --no-deps --no-binary :all: "$SDIST_SPEC" -d "$sdists"
-record "downloads (cached)" "$(since "$t0")"
+record "torch wheel and sdist" "$(since "$t0")"
 sdist=$("$PY" - "$sdists" "$SDIST_SPEC" <<'EOF'
 import sys
 from pathlib import Path
