@@ -146,6 +146,10 @@ def check_ran_as_derived(built: Built) -> None:
     assert {"libtorch.so*", "libc10.so*", "libcudart.so*", "libcublas.so*"} <= excluded
     # The test command that ran, with {package} the project inside the container.
     assert env["CIBW_TEST_COMMAND"].replace("{package}", "/project") in log.shell_commands()
+    # cibuildwheel copied the project itself into /project (it copies its working directory):
+    # not the folder xcompat was started from, with the project in a subfolder.
+    (build,) = log.ran("python", "-m", "build")
+    assert build[3] == "/project", build
 
 
 def test_sample_wheel_and_record(sample: Built) -> None:
