@@ -351,5 +351,16 @@ def shell_runner_copy(component: Path, dest: Path) -> Path:
     return dest
 
 
+def modules_that_ran(junit: Path) -> set[str]:
+    """Test modules (JUnit classnames) with at least one test that ran and was not skipped."""
+    import xml.etree.ElementTree as ET
+
+    ran = set()
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if case.find("skipped") is None:
+            ran.add(case.get("classname", ""))
+    return ran
+
+
 def load_yaml(path: Path) -> Any:
     return yaml.safe_load(path.read_text())

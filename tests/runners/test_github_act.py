@@ -27,6 +27,7 @@ from tests.runners.harness import (
     commit_all,
     git,
     install_workflow,
+    modules_that_ran,
     pin_xcompat,
     run_act,
     sample_project,
@@ -86,8 +87,9 @@ def green(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GreenRun]:
     # with the one thing a user fills in (the xcompat commit they reviewed) and a self-hosted
     # build (no docker here, so the native backend instead of cibuildwheel's containers).
     caller = pin_xcompat(readme_caller_workflow(), sha)
-    caller, added = re.subn(r"\n(\s+)(xcompat-ref: .*)\n", r"\n\1\2\n\1build-args: |\n\1  --backend\n\1  native\n",
-                            caller, count=1)
+    # The sample's edge-case tests use xcompat.testing (hypothesis, numpy): the `testing` extra.
+    caller, added = re.subn(r"\n(\s+)(xcompat-ref: .*)\n",
+                            r"\n\1\2\n\1extras: testing\n\1build-args: |\n\1  --backend\n\1  native\n", caller, count=1)
     assert added == 1 and yaml.safe_load(caller)["jobs"]["xcompat"]["with"]["build-args"] == "--backend\nnative\n"
     install_workflow(project.path, "ci.yml", caller)
     install_workflow(project.path, "xcompat.yml", (REPO_ROOT / "workflows" / "xcompat.yml").read_text())
@@ -123,6 +125,9 @@ def test_fork_pull_request_runs_every_stage_green(green: GreenRun) -> None:
     assert {"test.json", "junit.xml"} <= results
     test = json.loads((artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "test.json").read_text())
     assert test["status"] == "passed", test.get("summary")
+    # The edge cases (hypothesis + numpy from the testing extra) ran, not skipped at import.
+    junit = artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "junit.xml"
+    assert {"tests.test_core", "tests.test_ops", "tests.test_edge_cases"} <= modules_that_ran(junit)
     # The fork's run had a read-only token: nothing was posted; the bundle waits for stage two.
     assert not [r for r in green.fake.requests if r["method"] != "GET"]
     assert (artifact(green, "xcompat-report") / "report.json").is_file()
@@ -196,6 +201,7 @@ jobs:
           stage: test
           cell: CELL
           frameworks: '{"torch": "2.13"}'
+          extras: testing
           fail-on-error: "false"
       - id: abi
         uses: ./.xcompat-action
@@ -241,6 +247,7 @@ def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
     [check] = [c for c in green.fake.check_runs.values() if c["head_sha"] == head]
     assert check["conclusion"] == "failure"
     assert "test_scale_is_kept" in json.dumps(check.get("_output"))
+    assert "collection failed" not in run.log  # red for the failing test, not for the environment
     # test, abi, report and gate each ran and said so; the gate is what turned the job red.
     work = green.work
     assert "release refused" in run.log and "test_scale_is_kept" in run.log

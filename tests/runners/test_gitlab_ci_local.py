@@ -30,6 +30,7 @@ from tests.runners.harness import (
     child_variables,
     commit_all,
     git,
+    modules_that_ran,
     run_gitlab_ci_local,
     run_with_child_pipeline,
     sample_project,
@@ -88,7 +89,9 @@ def gitlab_ci_yml(readme: str, source: str) -> str:
     text, n = re.subn(r"  - component: \S+/xcompat@\S+\n    inputs:\n",
                       "  - local: templates/xcompat.yml\n    inputs:\n"
                       f"      install-source: {source}\n"
-                      "      build-args: --backend native\n", readme)
+                      "      build-args: --backend native\n"
+                      # the sample's edge-case tests use xcompat.testing (hypothesis, numpy)
+                      "      test-extras: testing\n", readme)
     assert n == 1, "the README no longer includes the component as `- component: .../xcompat@<version>`"
     return text
 
@@ -158,6 +161,9 @@ def test_merge_request_pipeline_runs_every_stage_green(pipeline: Pipeline) -> No
         assert [r for name, r in run.child.jobs.items() if name.startswith(job)] == ["success"], run.child.jobs
     test_json = next(out.rglob(f"results/{project.cell}/test.json"))
     assert json.loads(test_json.read_text())["status"] == "passed"
+    # The edge cases (hypothesis + numpy from test-extras: testing) ran, not skipped at import.
+    modules = modules_that_ran(test_json.with_name("junit.xml"))
+    assert {"tests.test_core", "tests.test_ops", "tests.test_edge_cases"} <= modules, modules
     assert json.loads((out / "gate.json").read_text())["allowed"] is True
     [note] = [n for n in pipeline.fake.notes if "xcompat" in n["body"]]
     assert project.cell in note["body"]
