@@ -217,6 +217,23 @@ def test_cibuildwheel_without_container_engine_is_unavailable(tmp_path: Path) ->
     assert "container engine" in proc.stderr and "--backend native" in proc.stderr
 
 
+def test_container_settings_from_the_environment(tmp_path: Path) -> None:
+    tiny_project(tmp_path)
+    (tmp_path / "matrix.yml").write_text(MATRIX)
+    env = {"XCOMPAT_CPU_BUILDER_IMAGE": "local/builder:1", "XCOMPAT_CONTAINER_ARGS": "--network=host -e 'A=b c'"}
+    proc = xcompat("build", ".", "--backend", "cibuildwheel", "--matrix", "matrix.yml", "--print-config",
+                   cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert run["env"]["CIBW_MANYLINUX_X86_64_IMAGE"] == "local/builder:1"
+    assert run["env"]["CIBW_CONTAINER_ENGINE"] == "docker; create_args: --network=host -e 'A=b c'"
+    bad = xcompat("build", ".", "--backend", "cibuildwheel", "--matrix", "matrix.yml", "--print-config",
+                  cwd=tmp_path, env={"XCOMPAT_CONTAINER_ARGS": "-v '/unterminated"})
+    assert bad.returncode == 2 and not bad.stdout
+    assert "XCOMPAT_CONTAINER_ARGS" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) <= 2
+
+
 def test_print_config_is_confirmed_by_cibuildwheel(tmp_path: Path) -> None:
     matrix = REPO / "examples" / "sample-ext" / ".xcompat" / "matrix.yml"
     if not matrix.is_file():
