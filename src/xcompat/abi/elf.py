@@ -86,13 +86,16 @@ class _Layout:
             self.ehdr = struct.Struct(o + "HHIQQQIHHHHHH")
             self.shdr = struct.Struct(o + "IIQQQQIIQQ")
             self.sym = struct.Struct(o + "IBBHQQ")
-            self.sym_fields = (0, 1, 2, 3, 5)  # name, info, other, shndx, size
+            # the fields the symbol reader needs, st_value skipped: name, info, other, shndx, size
+            self.sym_read = struct.Struct(o + "IBBH8xQ")
+            self.sym_reorder = False
             self.dyn = struct.Struct(o + "qQ")
         else:
             self.ehdr = struct.Struct(o + "HHIIIIIHHHHHH")
             self.shdr = struct.Struct(o + "IIIIIIIIII")
             self.sym = struct.Struct(o + "IIIBBH")
-            self.sym_fields = (0, 3, 4, 5, 2)
+            self.sym_read = struct.Struct(o + "I4xIBBH")  # name, size, info, other, shndx
+            self.sym_reorder = True
             self.dyn = struct.Struct(o + "iI")
         self.verdef = struct.Struct(o + "HHHHIII")
         self.verdaux = struct.Struct(o + "II")
@@ -315,9 +318,16 @@ def _cstr(table: bytes, off: int, name: str, where: str) -> str:
     return table[off : end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
+# st_info -> the export's type char, or None for a binding that is not exported (LOCAL)
+_EXPORT_CHAR = tuple(
+    _INFO_CHAR[i] if (i >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) else None for i in range(256)
+)
+
+
 def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
-    # Hot loop: kept flat on purpose (one tuple per symbol from iter_unpack, no attribute lookups).
-    f_name, f_info, f_other, f_shndx, f_size = lay.sym_fields
+    # Hot loop: kept flat on purpose. One 5-tuple per symbol from iter_unpack (st_value is
+    # skipped by the format: one int object less per symbol), unpacked in the for statement,
+    # one table look-up for binding and type, no attribute look-ups.
     exports: dict[str, tuple[str, int]] = {}
     objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
@@ -328,15 +338,16 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     ascii_only = strtab.isascii()
     find = text.find
     tlen = len(strtab)
-    type_char = _INFO_CHAR
+    export_char = _EXPORT_CHAR
     objects_chars = _OBJECT_CHARS
-    for idx, s in enumerate(lay.sym.iter_unpack(symdata)):
-        st_info = s[f_info]
-        bind = st_info >> 4
-        if bind != 1 and bind != 2 and bind != 10:
-            continue
-        noff = s[f_name]
-        if noff == 0:
+    rows = lay.sym_read.iter_unpack(symdata)
+    if lay.sym_reorder:
+        rows = ((n, i, o, sh, sz) for n, sz, i, o, sh in rows)
+    idx = -1
+    for noff, st_info, st_other, shndx, size in rows:
+        idx += 1
+        tc = export_char[st_info]
+        if tc is None or noff == 0:
             continue
         if noff >= tlen:
             raise ElfError(f"{name}: symbol {idx} names offset {noff}, past .dynstr ({tlen} bytes)")
@@ -344,15 +355,15 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
         sym = text[noff:end] if end >= 0 else text[noff:]
         if not ascii_only and not sym.isascii():
             sym = sym.encode("latin-1").decode("utf-8", "replace")
-        if s[f_shndx] == 0:
+        if shndx == 0:
             ver = lib = None
             if versym is not None:
                 v = versym[idx] & 0x7FFF
                 if v > 1:
                     ver, lib = ver_names.get(v, (None, None))
-            imports[sym] = (bind == 2, ver, lib)
+            imports[sym] = (st_info >> 4 == STB_WEAK, ver, lib)
             continue
-        vis = s[f_other] & 3
+        vis = st_other & 3
         if vis != 0 and vis != 3:
             continue
         if versym is not None:
@@ -363,10 +374,9 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
                     sym = f"{sym}@{vn[0]}"
                     if v & 0x8000:
                         hidden.add(sym)
-        tc = type_char[st_info]
-        exports[sym] = (tc, s[f_size])
+        exports[sym] = (tc, size)
         if tc in objects_chars:
-            objects[sym] = s[f_size]
+            objects[sym] = size
     info.exports = exports
     info._objects = objects
     info.imports = imports
