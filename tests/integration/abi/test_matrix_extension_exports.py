@@ -78,3 +78,17 @@ def test_settings_documents_carry_the_key_and_older_ones_read_without_it():
     older = json.loads(json.dumps(doc))
     del older["settings"]["abi.extension-exports"]
     assert settings_from_document(older).abi.extension_exports is None
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('"foo_*"', "is not of type 'array'"),
+    ("[1]", "expected a string"),
+    ('[""]', "should be non-empty"),
+])
+def test_a_malformed_value_is_a_one_line_input_error(value: str, message: str):
+    from xcompat.errors import InputError
+    from xcompat.matrix import load_matrix
+
+    with pytest.raises(InputError, match=r"\$\.abi\.extension-exports") as exc:
+        load_matrix(matrix_text(extra=f"abi:\n  extension-exports: {value}\n").encode())
+    assert message in str(exc.value) and "\n" not in str(exc.value)
