@@ -320,3 +320,31 @@ def test_real_install_path_builds_the_actions_own_venv(tmp_path: Path) -> None:
     assert run.outputs["xcompat-version"] == __import__("xcompat").__version__
     # the venv's xcompat really ran the stage (and refused: no plan here)
     assert run.outputs["exit-code"] == "2"
+
+
+@pytest.mark.parametrize("stage", ["build", "test"])
+def test_build_and_test_stages_install_the_cells_frameworks_under_the_jobs_pip_constraints(
+        tmp_path: Path, stage: str) -> None:
+    """The frameworks of a cell go through pip with the job's PIP_CONSTRAINT (how CI pins the CPU torch).
+    A constraint no release satisfies makes the install fail before anything is installed, which
+    shows the constraint was read; the stage then reports it instead of building or testing."""
+    from importlib.metadata import version
+
+    workspace = tmp_path / "ws"
+    (workspace / "proj" / "tests").mkdir(parents=True)
+    (workspace / "proj" / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "1.0"\n')
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("pytest==0.0.1\n")  # no such release
+    major = version("pytest").split(".")[0]
+    run = run_composite_action(
+        REPO_ROOT,
+        {"stage": stage, "cell": "py3.11-linux-x86_64-cpu", "project-dir": "proj", "install-wheel": "false",
+         "frameworks": json.dumps({"pytest": major}), "fail-on-error": "false", **UNSIGNED},
+        workspace=workspace, env={"PIP_CONSTRAINT": str(constraints)},
+    )
+    step = run.step("run")
+    assert run.outputs["conclusion"] == "failure", run.log
+    assert "could not install the frameworks" in step.stdout + step.stderr, run.log
+    # Without the constraint pytest==<installed major>.* is already satisfied (test_test_stage_then_gate).
+    assert "conflicting dependencies" in step.stderr, run.log
+    assert version("pytest").split(".")[0] == major  # nothing was installed or replaced
