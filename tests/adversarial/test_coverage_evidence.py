@@ -4,6 +4,7 @@ again against the signed thresholds: its own "status": "passed" is a claim, not 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from tests.helpers.report import coverage_result
@@ -71,3 +72,38 @@ def test_a_measured_percentage_of_the_wrong_type_is_refused() -> None:
     document = {**good(), "totals": {"percent": "100"}}
     with pytest.raises(InputError, match=r"\$\.totals\.percent"):
         recheck_coverage(document, source="c.json", thresholds=Thresholds(overall=80.0, source="matrix"))
+
+
+# -- through the gate, with the sample's signed matrix (coverage: overall 60, diff 70) ----------
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample-ext" / ".xcompat"
+
+
+@pytest.mark.skipif(not (SAMPLE / "matrix.yml.sig").is_file(), reason="the sample's signed matrix is absent")
+@pytest.mark.parametrize(("document", "expect"), [
+    ({**coverage_result(12.0), "status": "passed", "gate": []}, "overall 12.0% (threshold 60"),
+    ({"status": "passed", "kind": "test", "version": 1}, "$.kind"),
+    ({**coverage_result(90.0), "version": "1"}, "$.version"),
+], ids=["claims-passed-at-12-percent", "wrong-kind", "string-version"])
+def test_the_gate_judges_coverage_by_the_signed_thresholds(tmp_path: Path, document: dict, expect: str) -> None:
+    import shutil
+
+    import yaml
+    from tests.helpers.action import checks_by_name, run_gate, write
+
+    folder = tmp_path / ".xcompat"
+    folder.mkdir()
+    for name in ("matrix.yml", "matrix.yml.sig", "allowed_signers"):
+        shutil.copy(SAMPLE / name, folder / name)
+    repo = yaml.safe_load((folder / "matrix.yml").read_text())["repo"]
+    write(tmp_path / "coverage.json", document)
+    code, output, gate = run_gate(tmp_path, "--matrix", ".xcompat/matrix.yml", "--allowed-signers",
+                                  ".xcompat/allowed_signers", "--coverage", "coverage.json", "--out", "gate.json",
+                                  env={"GITHUB_REPOSITORY": repo})
+    assert "Traceback" not in output
+    if expect.startswith("$."):
+        assert code == 2 and expect in output, output
+    else:
+        assert code == 1 and gate is not None, output
+        coverage = checks_by_name(gate)["coverage"]
+        assert coverage["passed"] is False and expect in coverage["reason"], coverage

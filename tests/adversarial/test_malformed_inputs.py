@@ -99,8 +99,6 @@ class Case:
 # Known gaps in files this tier does not own: (case, kind) -> what is wrong. Strict: fixing one
 # makes its case pass, which fails the run until the entry is removed.
 KNOWN = {
-    ("gate --coverage", "wrong-kind"): "gate/checks.py check_coverage does not call coverage.result_check yet",
-    ("gate --coverage", "version-string"): "gate/checks.py check_coverage does not call coverage.result_check yet",
 }
 
 

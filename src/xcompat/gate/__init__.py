@@ -190,7 +190,7 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
         checks.append(check_abi_bump(evidence, step))
 
     for path in request.coverage:
-        checks.append(check_coverage(path))
+        checks.append(check_coverage(path, None if verified_matrix is None else verified_matrix.coverage))
 
     if request.dist is not None:
         required_ids = None if cells is None else {v.id for v in verdicts if v.required}

@@ -211,14 +211,21 @@ def check_abi_bump(evidence: Sequence[AbiEvidence], step: ReleaseStep | None) ->
 # -- coverage ---------------------------------------------------------------------------
 
 
-def check_coverage(path: Path) -> CheckOutcome:
-    """The merged coverage passed: its ``status``, and each threshold check it carries (``gate``)."""
+def check_coverage(path: Path, signed: Any = None) -> CheckOutcome:
+    """The merged coverage passed: its ``status``, and each threshold check it carries (``gate``).
+
+    The file must be a coverage result (kind, integer version, finite numbers), and with
+    ``signed`` (the verified matrix's ``coverage`` settings) those thresholds are applied again
+    to the percentages it measured: the file's own verdict is a claim (xcompat.coverage.result_check).
+    """
+    from xcompat.coverage.result_check import check_coverage_document, matrix_thresholds, recheck_coverage
     from xcompat.jsonio import read_json
 
     document = read_json(path)
     if not isinstance(document, dict) or "status" not in document:
         raise InputError("a coverage result needs the envelope field 'status'", file=path,
                          hint="write it with: xcompat coverage merge")
+    check_coverage_document(document, source=str(path), schema=False)
     status = document["status"]
     if status not in ("passed", "failed", "crashed", "skipped", "fallback"):
         raise InputError(f"$.status: unexpected value {status!r}", file=path)
@@ -229,6 +236,11 @@ def check_coverage(path: Path) -> CheckOutcome:
         raise InputError("$.gate: expected a list of threshold checks with 'passed'", file=path)
     details: dict[str, Any] = {"coverage": str(path), "status": status, "thresholds": thresholds}
     failing = [t for t in thresholds if not t["passed"]]
+    if signed is not None:
+        rechecked = [c.to_dict() for c in recheck_coverage(document, source=str(path),
+                                                           thresholds=matrix_thresholds(signed))]
+        details["signed_thresholds"] = rechecked
+        failing += [t for t in rechecked if not t["passed"]]
 
     def describe(t: dict[str, Any]) -> str:
         actual = t.get("actual")
