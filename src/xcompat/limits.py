@@ -36,6 +36,8 @@ class InputLimits:
     json_bytes: int = 64 * MiB  # one JSON result, plan, bundle or coverage file
     json_depth: int = 200  # nesting of arrays and objects in one JSON document
     json_int_digits: int = 4300  # digits of one JSON integer (CPython's int-string default)
+    result_files: int = 10_000  # JSON files read from the result folders of one report or gate
+    result_total_bytes: int = 1024 * MiB  # their sizes added up
     # the matrix and its expansion
     matrix_cells: int = 4096  # cells one matrix may expand to (GitLab allows 200 per parallel:matrix)
     matrix_expansion: int = 65536  # cells of the cross product before exclude rules remove some

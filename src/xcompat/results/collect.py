@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.limits import LIMITS, MiB
 from xcompat.results.envelope import StageResult, looks_like_result, parse_envelope
 
 # A stage result is small; a bigger JSON file in a results folder is not one and is not read.
-MAX_RESULT_BYTES = 64 * 1024 * 1024
+MAX_RESULT_BYTES = LIMITS.json_bytes
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
@@ -93,6 +94,7 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
     settings: dict[str, Any] | None = None
     settings_source: str | None = None
     seen: set[Path] = set()
+    files_read = bytes_read = 0
     if plan_path is not None:
         seen.add(Path(plan_path).resolve())
     for raw in paths:
@@ -111,6 +113,13 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                 if size > MAX_RESULT_BYTES:
                     skipped.append(str(file))
                     continue
+                files_read += 1
+                bytes_read += size
+                if files_read > LIMITS.result_files or bytes_read > LIMITS.result_total_bytes:
+                    raise InputError(
+                        f"more than {LIMITS.result_files} result files or {LIMITS.result_total_bytes // MiB} MiB "
+                        "of results under this folder",
+                        file=path, hint="pass the folder of one run's results (limits: docs/trust-boundary.md)")
                 document = _read(file)
                 if is_plan(document):
                     if plan is None:
