@@ -32,8 +32,6 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="setsid and /proc semantics checked on Linux")
-@pytest.mark.xfail(strict=True, reason="isolate/ kills the test's process group only; a setsid grandchild "
-                                       "gets a session of its own, survives and is not noted")
 def test_a_setsid_grandchild_is_ended_or_noted(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     (project / "tests").mkdir(parents=True)

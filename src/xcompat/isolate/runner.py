@@ -17,6 +17,7 @@ The run never stops because one test crashed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -47,6 +48,7 @@ from xcompat.isolate.processes import (
     remove_files,
 )
 from xcompat.isolate.scheduler import run_groups
+from xcompat.isolate.strays import become_subreaper, collect_strays
 from xcompat.isolate.warmup import WarmState, torch_in_use_after_collection, warm_parent
 from xcompat.isolate.wire import Channel, leak_from_wire, report_from_wire
 
@@ -111,6 +113,7 @@ class IsolatedRunner:
 
     # -- pytest hooks (parent only) -----------------------------------------------
     interrupted = False
+    subreaper = False  # set in the parent when it became the child subreaper of its test processes
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         if os.getpid() == self._parent:
@@ -141,6 +144,7 @@ class IsolatedRunner:
         if self.isolation == "none":
             self._run_in_process(session)
         else:
+            self.subreaper = become_subreaper()  # so that setsid() strays are re-parented here
             run_groups(
                 session,
                 isolation=self.isolation,
@@ -271,7 +275,25 @@ class IsolatedRunner:
                 process.finished.add(record.nodeid)
         started = process.finished | ({current.nodeid} if current else set())
         remove_files(process)
+        if self.subreaper:
+            self._note_strays(process.pid, started)
         return [item for item in process.items if item.nodeid not in started]
+
+    def _note_strays(self, ended_pid: int, started: set[str]) -> None:
+        """Kill what the ended test process left running and say so on its last test."""
+        strays = collect_strays(ended_pid)
+        if not strays:
+            return
+        nodeid = next((n for n in reversed(self.order) if n in started), None)
+        if nodeid is None:
+            return
+        record = self.records[nodeid]
+        note = "; ".join(s.message() for s in strays)
+        self.records[nodeid] = dataclasses.replace(
+            record,
+            findings=record.findings + tuple(s.finding(nodeid) for s in strays),
+            message=f"{record.message}; {note}" if record.message else note,
+        )
 
     def _report_crash(self, config: Any, current: RunningTest, longrepr: str, duration: float) -> None:
         """Show the crash in pytest's own output (and in ``--junitxml``) as a failed call."""

@@ -1,0 +1,128 @@
+"""Processes a test left running after its test process ended, found, ended and named.
+
+The watchdog kills a test process's own process group, which ends the background processes a
+test started in the ordinary way. A process that called ``setsid()`` (``start_new_session=True``,
+a daemon) has a session and group of its own and would survive, unseen, into the next test and
+past ``xcompat test`` itself. So the warm parent makes itself the *child subreaper*
+(``prctl(PR_SET_CHILD_SUBREAPER)``, Linux 3.4+): orphans of its test processes are re-parented
+to it instead of to init. After a test process ends, every child of the warm parent that is not
+a test process of its own is a stray — it is in the ended test's process group, or in a session
+other than the parent's (test processes only change their group, never their session) — and is
+killed, reaped and recorded on the test that left it.
+
+Elsewhere (macOS, Windows) nothing is found and nothing changes: those strays are outside what
+this module can see, as documented in docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+@dataclass(frozen=True)
+class StrayProcess:
+    pid: int
+    command: str
+
+    def message(self) -> str:
+        return f"left process {self.pid} ({self.command}) running after the test; xcompat killed it"
+
+    def finding(self, nodeid: str) -> dict[str, object]:
+        """A finding in the test result's shape (schemas/test-result.schema.json, ``finding``)."""
+        import hashlib
+
+        return {
+            "tool": "xcompat",
+            "tools": ["xcompat"],
+            "category": "stray-process",
+            "kind": "stray_process",
+            "summary": self.message(),
+            "bytes": None,
+            "frames": [self.command],
+            "key": hashlib.sha256(f"stray:{nodeid}:{self.command}".encode()).hexdigest()[:16],
+            "count": 1,
+            "tests": [nodeid],
+        }
+
+
+def become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants; False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set[int]:
+    pids: set[int] = set()
+    tasks = Path("/proc/self/task")
+    with contextlib.suppress(OSError):
+        for task in tasks.iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(p) for p in (task / "children").read_text().split())
+    return pids
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(process group, session) of ``pid``, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return int(fields[2]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200] or "?"
+
+
+def collect_strays(ended_pid: int) -> list[StrayProcess]:
+    """Find, kill and reap the strays the test process ``ended_pid`` left behind."""
+    if not sys.platform.startswith("linux"):
+        return []
+    own_session = os.getsid(0)
+    strays: list[StrayProcess] = []
+    for pid in sorted(_children()):
+        ids = _stat(pid)
+        if ids is None:
+            continue
+        group, session = ids
+        if group != ended_pid and session == own_session:
+            continue  # a test process (or a spare) of this parent, or a tool it runs itself
+        strays.append(StrayProcess(pid=pid, command=_command(pid)))
+        for kill in (lambda: os.killpg(group, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill()
+    deadline = time.monotonic() + 5.0
+    for stray in strays:
+        while True:
+            try:
+                done, _ = os.waitpid(stray.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+    return strays
