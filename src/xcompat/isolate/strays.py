@@ -112,9 +112,10 @@ def collect_strays(ended_pid: int) -> list[StrayProcess]:
         if group != ended_pid and session == own_session:
             continue  # a test process (or a spare) of this parent, or a tool it runs itself
         strays.append(StrayProcess(pid=pid, command=_command(pid)))
-        for kill in (lambda: os.killpg(group, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
     for stray in strays:
         while True:
