@@ -32,6 +32,9 @@ except SystemExit:
     ok = False
 with open(os.environ["XCOMPAT_ARGV_LOG"], "a", encoding="utf-8") as fh:
     fh.write(json.dumps({{"argv": argv, "ok": ok}}) + "\\n")
+if argv[:2] == ["matrix", "settings"]:  # real: the test job runs what it prints
+    from xcompat.cli import main
+    sys.exit(main(argv))
 """
 
 pytestmark = pytest.mark.skipif(not (SAMPLE / ".xcompat" / "matrix.yml.sig").is_file(),
@@ -143,8 +146,16 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     refused = [c["argv"] for c in calls if not c["ok"]]
     assert refused == [], f"the CLI refuses: {refused}"
-    commands = [c["argv"][0] if c["argv"][0] not in ("abi",) else " ".join(c["argv"][:2]) for c in calls]
-    assert commands == ["build", "test", "report", "abi diff", "gate"]
+    commands = [c["argv"][0] if c["argv"][0] not in ("abi", "matrix") else " ".join(c["argv"][:2]) for c in calls]
+    assert commands == ["build", "matrix settings", "test", "report", "abi diff", "gate"]
+    # The test job runs the verified plan's tests settings (not the checkout's matrix).
+    settings = calls[1]["argv"]
+    assert settings[settings.index("--plan") + 1] == ".xcompat-out/plan.json"
+    test_argv = calls[2]["argv"]
+    signed = plan["settings"]["tests"] if "settings" in plan else None
+    assert "--timeout" in test_argv and "--isolate" in test_argv, test_argv
+    if signed is not None:
+        assert test_argv[test_argv.index("--timeout") + 1] == str(signed["timeout"]).removesuffix(".0")
     gate = calls[-1]["argv"]
     for option in ("--plan", "--results", "--require-kind", "--matrix", "--allowed-signers", "--trust-ref", "--abi"):
         assert option in gate, f"the tag pipeline's gate lacks {option}: {gate}"
