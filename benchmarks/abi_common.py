@@ -13,9 +13,26 @@ import zipfile
 from pathlib import Path
 
 CACHE = Path(os.environ.get("XCOMPAT_BENCH_CACHE") or Path.home() / ".cache" / "xcompat-bench")
-TORCH_OLD_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
-TORCH_NEW_WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
 PY = sys.executable
+REPO = Path(__file__).resolve().parents[1]
+
+
+def released_wheel(name: str, version: str) -> Path:
+    """The released wheel ``name==version`` (CPython 3.11, manylinux x86_64), fetched once with
+    ``pip download`` into the test suite's download cache (``tests/helpers/wheels.py``)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.helpers.wheels import fetch_wheel
+
+    return fetch_wheel(name, version)
+
+
+def torch_old_wheel() -> Path:
+    return released_wheel("torch", "2.13.0")
+
+
+def torch_new_wheel() -> Path:
+    return released_wheel("torch", "2.14.1")
 
 
 def extract(wheel: Path, member: str, label: str) -> Path:
@@ -24,7 +41,7 @@ def extract(wheel: Path, member: str, label: str) -> Path:
     if out.exists():
         return out
     if not wheel.exists():
-        raise SystemExit(f"benchmark input {wheel} is missing; put the wheel there or set the paths in {__file__}")
+        raise SystemExit(f"benchmark input {wheel} is missing")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, open(f"{out}.part", "wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)

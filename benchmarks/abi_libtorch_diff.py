@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import LAST_CPU, PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, extract, measure, xcompat
+from abi_common import LAST_CPU, PY, extract, measure, torch_new_wheel, torch_old_wheel, xcompat
 
 PYELFTOOLS = r"""
 import sys
@@ -62,8 +62,8 @@ def main() -> None:
     ap.add_argument("--skip-pyelftools", action="store_true")
     ap.add_argument("--skip-abidiff", action="store_true")
     args = ap.parse_args()
-    old = extract(TORCH_OLD_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.13.0")
-    new = extract(TORCH_NEW_WHEEL, "torch/lib/libtorch_cpu.so", "torch-2.14.1")
+    old = extract(torch_old_wheel(), "torch/lib/libtorch_cpu.so", "torch-2.13.0")
+    new = extract(torch_new_wheel(), "torch/lib/libtorch_cpu.so", "torch-2.14.1")
     print(f"libtorch_cpu.so: {old.stat().st_size >> 20} MiB -> {new.stat().st_size >> 20} MiB")
     print("diff of the pair:")
     nm, nm_rss = measure("nm -D --defined-only (both files)", [

@@ -19,9 +19,7 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import CACHE, TORCH_NEW_WHEEL, measure, xcompat
-
-TORCHVISION = Path("/opt/pypi-more/files/torchvision-0.28.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+from abi_common import CACHE, measure, released_wheel, torch_new_wheel, xcompat
 
 
 def main() -> None:
@@ -34,10 +32,8 @@ def main() -> None:
     site = Path(importlib.util.find_spec("torch").origin).parent.parent
     ext = CACHE / "torchvision-0.28.0" / "_C.so"
     if not ext.exists():
-        if not TORCHVISION.exists():
-            raise SystemExit(f"benchmark input {TORCHVISION} is missing")
         ext.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(TORCHVISION) as zf:
+        with zipfile.ZipFile(released_wheel("torchvision", "0.28.0")) as zf:
             ext.write_bytes(zf.read("torchvision/_C.so"))
     torch_lib = site / "torch" / "lib"
     libs = [str(p) for p in sorted(torch_lib.glob("*.so*"))]
@@ -47,7 +43,7 @@ def main() -> None:
     print(f"  ratio whole command / nm -D: {cli / nm:.2f}x")
     from xcompat.abi.links import check_links, locate_torch
 
-    torches = [site] + ([TORCH_NEW_WHEEL] if TORCH_NEW_WHEEL.exists() else [])
+    torches = [site, torch_new_wheel()]
     t = time.perf_counter()
     for spec in torches:
         locate_torch(spec)  # unpacks the wheel's torch/lib once

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import LAST_CPU, PY, TORCH_NEW_WHEEL, TORCH_OLD_WHEEL, measure, xcompat
+from abi_common import LAST_CPU, PY, measure, torch_new_wheel, torch_old_wheel, xcompat
 
 INFLATE = r"""
 import sys, zipfile
@@ -46,12 +46,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    for w in (TORCH_OLD_WHEEL, TORCH_NEW_WHEEL):
-        if not w.exists():
-            raise SystemExit(f"benchmark input {w} is missing")
-    old, new = str(TORCH_OLD_WHEEL), str(TORCH_NEW_WHEEL)
-    print(f"{TORCH_OLD_WHEEL.name} ({TORCH_OLD_WHEEL.stat().st_size >> 20} MiB) -> "
-          f"{TORCH_NEW_WHEEL.name} ({TORCH_NEW_WHEEL.stat().st_size >> 20} MiB)")
+    old_wheel, new_wheel = torch_old_wheel(), torch_new_wheel()
+    old, new = str(old_wheel), str(new_wheel)
+    print(f"{old_wheel.name} ({old_wheel.stat().st_size >> 20} MiB) -> "
+          f"{new_wheel.name} ({new_wheel.stat().st_size >> 20} MiB)")
     floor, floor_rss = measure("inflate all ELF members (zipfile, 1 process)", [[PY, "-c", INFLATE, old, new]], args.repeat)
     ours, rss = measure("xcompat abi diff (2 processes)", [
         xcompat("abi", "diff", old, new, "--python-api", "off", "--torch-ops", "off", "--format", "json")], args.repeat)

@@ -33,7 +33,7 @@ def _normalise(name: str) -> str:
 def _find_wheel(folder: Path, name: str, version: str) -> Path | None:
     for path in sorted(folder.glob("*.whl")):
         dist, _, rest = path.name.partition("-")
-        if _normalise(dist) == _normalise(name) and rest.startswith(f"{version}-"):
+        if _normalise(dist) == _normalise(name) and rest.startswith((f"{version}-", f"{version}+")):
             return path
     return None
 
