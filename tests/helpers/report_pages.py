@@ -89,7 +89,7 @@ def plan56() -> Any:
                     "tests/test_ops.py::test_scaled_add_large",
                     "crashed",
                     message="killed by SIGBUS",
-                    crash={"signal": "SIGBUS", "signal_number": 10, "exit_code": None, "traceback": 'Fatal Python error: Bus error\n\nCurrent thread 0x0000000104a2c580 (most recent call first):\n  File "/Users/runner/work/sample/sample_ext/__init__.py", line 41 in scaled_add\n  File "/Users/runner/work/sample/tests/test_ops.py", line 52 in test_scaled_add_large\n' + "".join(f'  File "/Users/runner/venv/lib/python3.12/site-packages/_pytest/runner.py", line {i} in call\n' for i in range(30))},
+                    crash={"signal": "SIGBUS", "signal_number": 10, "exit_code": None, "traceback": 'Fatal Python error: Bus error\n\nCurrent thread 0x0000000104a2c580 (most recent call first):\n  File "/Users/runner/src/sample/sample_ext/__init__.py", line 41 in scaled_add\n  File "/Users/runner/src/sample/tests/test_ops.py", line 52 in test_scaled_add_large\n' + "".join(f'  File "/Users/runner/venv/lib/python3.12/site-packages/_pytest/runner.py", line {i} in call\n' for i in range(30))},
                 )
             )
         else:
