@@ -37,6 +37,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from xcompat.errors import XcompatError
@@ -106,6 +107,18 @@ def dir_target_problem(path: Path) -> str | None:
     return None
 
 
+def _accepted(value: str, problem_of: Callable[[Path], str | None]) -> Path:
+    """``value`` as a path when ``problem_of`` finds nothing wrong with it; else argparse's error."""
+    path = Path(value)
+    try:
+        problem = problem_of(path)
+    except OSError as exc:
+        problem = f"cannot be reached ({exc.strerror})"
+    if problem:
+        raise argparse.ArgumentTypeError(f"{value}: {problem}")
+    return path
+
+
 class OutputFile:
     """argparse type of every option naming a file xcompat writes.
 
@@ -126,14 +139,7 @@ class OutputFile:
             return Path(STDOUT)
         if not value:
             raise argparse.ArgumentTypeError("empty path; give a file path")
-        path = Path(value)
-        try:
-            problem = file_target_problem(path)
-        except OSError as exc:
-            problem = f"cannot be reached ({exc.strerror})"
-        if problem:
-            raise argparse.ArgumentTypeError(f"{value}: {problem}")
-        return path
+        return _accepted(value, file_target_problem)
 
     def __repr__(self) -> str:  # argparse shows the type's name in some messages
         return "output file"
@@ -145,14 +151,7 @@ class OutputDir:
     def __call__(self, value: str) -> Path:
         if not value or value == STDOUT:
             raise argparse.ArgumentTypeError(f"{value!r} is not a folder path")
-        path = Path(value)
-        try:
-            problem = dir_target_problem(path)
-        except OSError as exc:
-            problem = f"cannot be reached ({exc.strerror})"
-        if problem:
-            raise argparse.ArgumentTypeError(f"{value}: {problem}")
-        return path
+        return _accepted(value, dir_target_problem)
 
     def __repr__(self) -> str:
         return "output folder"
