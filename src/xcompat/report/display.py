@@ -351,3 +351,32 @@ def test_totals(report: Report) -> tuple[int, int, int]:
         sum(c.tests_failed for c in report.cells),
         sum(c.tests_skipped for c in report.cells),
     )
+
+
+def outcome_parts(report: Report) -> list[str]:
+    """The counts after the cells' (tests, ABI, coverage), each said once; plain text for every renderer."""
+    parts = []
+    passed, failed, skipped = test_totals(report)
+    if passed or failed:
+        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
+    if report.abi is not None:
+        parts.append(
+            f"ABI {report.abi.required_bump} bump" if report.abi.required_bump != "none" else "ABI unchanged"
+        )
+    if report.coverage is not None and report.coverage.percent is not None:
+        cov = report.coverage
+        diff = f", diff {pct(cov.diff_percent)}" if cov.diff_percent is not None else ""
+        parts.append(f"coverage {pct(cov.percent)}{diff}")
+    return parts
+
+
+def verdict_text(report: Report, gating_problems: int) -> str:
+    """The headline's verdict: what keeps the report red, or why it is green (``gating_problems``:
+    the problems that decide it, else all of them)."""
+    if report.conclusion == "success":
+        required = sum(1 for c in report.cells if c.required)
+        return f"all {required} required cells passed" if required else "passed"
+    if report.conclusion == "neutral":
+        return "nothing conclusive ran"
+    n = gating_problems or len(report.problems)
+    return f"{n} problem{'s' if n != 1 else ''} keep{'s' if n == 1 else ''} this red" if n else "failed"

@@ -85,31 +85,16 @@ def _counts(report: Report) -> str:
             if opt:
                 chips.append(f'<span class="optional">{_chip(status, f"{opt} optional {status}")}</span>')
         parts.append(f"{len(report.cells)} cell{'s' if len(report.cells) != 1 else ''}: " + " ".join(chips))
-    passed, failed, skipped = display.test_totals(report)
-    if passed or failed:
-        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
-    if report.abi is not None:
-        parts.append(
-            f"ABI {escape(report.abi.required_bump)} bump"
-            if report.abi.required_bump != "none"
-            else "ABI unchanged"
-        )
-    if report.coverage is not None and report.coverage.percent is not None:
-        diff = (
-            f", diff {pct(report.coverage.diff_percent)}" if report.coverage.diff_percent is not None else ""
-        )
-        parts.append(f"coverage {pct(report.coverage.percent)}{diff}")
+    parts += [escape(part) for part in display.outcome_parts(report)]
     return " — ".join(parts)
 
 
+_VERDICT_SYMBOL = {"success": "✅", "neutral": "⚪"}
+
+
 def _verdict(report: Report, gating: list[Problem]) -> str:
-    if report.conclusion == "success":
-        n = sum(1 for c in report.cells if c.required)
-        return f"✅ all {n} required cells passed" if n else "✅ passed"
-    if report.conclusion == "neutral":
-        return "⚪ nothing conclusive ran"
-    n = len(gating) or len(report.problems)
-    return f"❌ {n} problem{'s' if n != 1 else ''} keep{'s' if n == 1 else ''} this red" if n else "❌ failed"
+    symbol = _VERDICT_SYMBOL.get(report.conclusion, "❌")
+    return f"{symbol} {display.verdict_text(report, len(gating))}"
 
 
 def _lead(report: Report) -> list[str]:

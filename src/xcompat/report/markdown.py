@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from xcompat.report import display
 from xcompat.report.budget import Section
-from xcompat.report.display import pct, python_key
+from xcompat.report.display import python_key
 from xcompat.report.model import STATUS_SYMBOL, CellReport, Failure, Report
 from xcompat.report.tails import user_frames_first
 from xcompat.report.triage import Problem, Rich, optional_missing_line, triage
@@ -144,28 +144,12 @@ def _counts_line(report: Report) -> str:
                 extra = f" ({n_opt} optional)" if n_opt and n_req else (" optional" if n_opt else "")
                 tally.append(f"{STATUS_SYMBOL[status]} {n_req + n_opt}{extra} {status}")
         parts.append(f"{len(report.cells)} cell{'s' if len(report.cells) != 1 else ''}: " + " · ".join(tally))
-    passed, failed, skipped = display.test_totals(report)
-    if passed or failed:
-        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
-    if report.abi is not None:
-        parts.append(
-            f"ABI {report.abi.required_bump} bump" if report.abi.required_bump != "none" else "ABI unchanged"
-        )
-    if report.coverage is not None and report.coverage.percent is not None:
-        cov = report.coverage
-        diff = f", diff {pct(cov.diff_percent)}" if cov.diff_percent is not None else ""
-        parts.append(f"coverage {pct(cov.percent)}{diff}")
+    parts += display.outcome_parts(report)
     return " — ".join(parts)
 
 
 def _verdict(report: Report, gating: list[Problem]) -> str:
-    if report.conclusion == "success":
-        required = sum(1 for c in report.cells if c.required)
-        return f"all {required} required cells passed" if required else "passed"
-    if report.conclusion == "neutral":
-        return "nothing conclusive ran"
-    n = len(gating) or len(report.problems)
-    return f"{n} problem{'s' if n != 1 else ''} keep{'s' if n == 1 else ''} this red" if n else "failed"
+    return display.verdict_text(report, len(gating))
 
 
 def _problem_md(i: int, p: Problem) -> str:
