@@ -74,6 +74,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     groups: dict[str, argparse._SubParsersAction] = {}
     selected = _selected(argv)
     for key, (module, help_text) in COMMANDS.items():
+        if selected is not None and key != selected:
+            continue  # a selected subcommand's help and errors never list the others
         if len(key) == 1:
             sub = top.add_parser(key[0], help=help_text, description=help_text)
         else:

@@ -57,8 +57,40 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+# json's C encoder runs only without ``indent``; the indenting one is pure Python and costs
+# more than a whole ABI diff of libtorch_cpu.so on its 1,000-finding result. dump_json indents
+# objects and puts each list item on a line of its own, written by the C encoder.
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return _compact(key)
+    one = _compact({key: None})  # json's own rule for int, float, bool and None keys
+    return one[1 : one.rindex(": null}")]
+
+
+def _layout(value: Any, depth: int, out: list[str]) -> None:
+    pad = "\n" + "  " * (depth + 1)
+    if isinstance(value, dict) and value:
+        sep = "{"
+        for k, v in value.items():
+            out.append(f"{sep}{pad}{_key(k)}: ")
+            _layout(v, depth + 1, out)
+            sep = ","
+        out.append("\n" + "  " * depth + "}")
+    elif isinstance(value, (list, tuple)) and value:
+        out.append("[" + pad + f",{pad}".join(map(_compact, value)) + "\n" + "  " * depth + "]")
+    else:
+        out.append(_compact(value))
+
+
 def dump_json(document: Any) -> str:
-    return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    """``document`` as JSON text: objects indented by two spaces, one list item per line."""
+    out: list[str] = []
+    _layout(document, 0, out)
+    out.append("\n")
+    return "".join(out)
 
 
 def write_json(path: str | Path, document: Any, *, schema: str | None = None) -> Path:

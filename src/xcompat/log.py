@@ -19,7 +19,6 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -84,7 +83,7 @@ class Logger:
 
     def _emit(self, line: str) -> None:
         if self.ci and not line.startswith("::") and not line.startswith("\x1b[0Ksection_"):
-            stamp = datetime.now(timezone.utc).strftime("%H:%M:%S")
+            stamp = time.strftime("%H:%M:%S", time.gmtime())
             line = f"{stamp} {line}"
         print(line, file=self.out, flush=True)
 

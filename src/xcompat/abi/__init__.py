@@ -148,5 +148,8 @@ def diff_paths(
             side = old if not a.version else new
             raise InputProblem(f"{side}: has no package version; --against-version needs wheels or snapshots of wheels")
         bump = actual(a.version, b.version)
-    return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on, cell_id=cell_id,  # type: ignore[arg-type]
-                          verify_python_api=True)
+    from xcompat.gcpause import paused_gc
+
+    with paused_gc():  # tens of thousands of short-lived, acyclic objects
+        return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on,  # type: ignore[arg-type]
+                              cell_id=cell_id, verify_python_api=True)

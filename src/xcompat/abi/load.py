@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
 from xcompat.abi.macho import MachOError, is_macho, read_macho
 from xcompat.abi.manifest import Manifest, ManifestError, looks_like_snapshot, read_snapshot
-from xcompat.abi.wheel import WheelError, extract_python_tree, is_native_member, read_wheel
 
 Toggle = Literal["auto", "on", "off"]
 # Above this many Python files, "auto" skips the Python API (griffe on torch takes minutes).
@@ -19,6 +17,14 @@ AUTO_PYTHON_FILES_LIMIT = 1500
 
 class InputProblem(ValueError):
     """An input path cannot be read as a wheel, folder of wheels, library or snapshot."""
+
+
+def _unreadable() -> tuple[type[Exception], ...]:
+    # evaluated only when an exception reaches the handler: a library diff never imports
+    # the wheel reader (zipfile and its compressors)
+    from xcompat.abi.wheel import WheelError
+
+    return (WheelError, ManifestError, ElfError, MachOError)
 
 
 def load_manifest(path: str | Path, *, python_api: Toggle = "auto", torch_ops: Toggle = "auto") -> Manifest:
@@ -35,7 +41,7 @@ def load_manifest(path: str | Path, *, python_api: Toggle = "auto", torch_ops: T
         if looks_like_snapshot(path):
             return read_snapshot(path)
         return _load_library(path)
-    except (WheelError, ManifestError, ElfError, MachOError) as exc:
+    except _unreadable() as exc:
         raise InputProblem(str(exc)) from None
     except OSError as exc:  # e.g. a file removed from the folder while it was being read
         where = exc.filename or path
@@ -62,6 +68,8 @@ def _load_library(path: Path) -> Manifest:
 
 
 def _load_wheel(path: Path, *, python_api: Toggle, torch_ops: Toggle, prefix: str = "") -> Manifest:
+    from xcompat.abi.wheel import read_wheel
+
     contents = read_wheel(path)
     md = contents.metadata
     m = Manifest(
@@ -82,8 +90,11 @@ def _load_wheel(path: Path, *, python_api: Toggle, torch_ops: Toggle, prefix: st
 
 
 def _add_python_surfaces(m: Manifest, path: Path, python_files: int, *, python_api: Toggle, torch_ops: Toggle) -> None:
+    import tempfile
+
     from xcompat.abi.pyapi import extract_python_api
     from xcompat.abi.torchops import extract_torch_ops, uses_torch
+    from xcompat.abi.wheel import extract_python_tree
 
     want_api = python_api == "on" or (python_api == "auto" and python_files <= AUTO_PYTHON_FILES_LIMIT)
     if python_api == "auto" and not want_api:
@@ -158,6 +169,8 @@ def align_keys(a: Manifest, b: Manifest) -> None:
 
 
 def _load_dir(path: Path, *, python_api: Toggle, torch_ops: Toggle) -> Manifest:
+    from xcompat.abi.wheel import is_native_member, read_wheel
+
     wheels = sorted(path.glob("*.whl"))
     if wheels:
         from packaging.tags import sys_tags
