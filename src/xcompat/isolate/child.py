@@ -69,7 +69,10 @@ def _null_terminal_writer(config: Any) -> Any:
     if writer is None:
         from _pytest.config import create_terminal_writer
 
-        writer = _NULL_TERMINAL[id(config)] = create_terminal_writer(config, open(os.devnull, "w"))  # noqa: SIM115
+        sink = open(os.devnull, "w")  # noqa: SIM115 - closed with the session
+        config.add_cleanup(sink.close)
+        config.add_cleanup(lambda: _NULL_TERMINAL.pop(id(config), None))
+        writer = _NULL_TERMINAL[id(config)] = create_terminal_writer(config, sink)
     return writer
 
 

@@ -140,6 +140,18 @@ def record_from_collection_error(nodeid: str, text: str) -> TestRecord:
     )
 
 
+def records_for_internal_error(collected: Sequence[str], recorded: set[str]) -> list[TestRecord]:
+    """pytest stopped with an internal error (its exit code 3): each collected test without a
+    record is an error (it never ran, or its result was lost); if every test has one, the
+    session itself is."""
+    why = "no result: pytest stopped with an internal error (INTERNALERROR in the output above) before it was recorded"
+    missing = [n for n in collected if n not in recorded]
+    if not missing:
+        return [TestRecord(nodeid="<pytest session>", outcome="error",
+                           message="pytest ended with an internal error after the tests (INTERNALERROR in the output)")]
+    return [TestRecord(nodeid=n, outcome="error", message=why) for n in missing]
+
+
 def collection_error_line(text: str) -> str:
     """The most telling line of pytest's collection error text.
 

@@ -84,9 +84,11 @@ class IsolatedRunner:
         self._parent = os.getpid()
         self._inprocess: dict[str, RunningTest] = {}
         self._tmp = tempfile.mkdtemp(prefix="xcompat-test-")
-        # Forking the next test's process while one runs hides the fork, but only pays off
-        # with cores to spare: on a busy 2-core runner it was measured slower.
-        self.prefork = (os.cpu_count() or 1) >= 4 * len(self.slots)
+        # Forking the next process while one runs hides the fork and the process's set-up.
+        # Per test, that only pays off with cores to spare (on a busy 2-core runner it was
+        # measured slower); per file, a second core suffices (benchmarks/isolation.py).
+        cores = os.cpu_count() or 1
+        self.prefork = cores >= (2 if isolation == "file" else 4) * len(self.slots)
         forced = os.environ.get("XCOMPAT_TEST_PREFORK")
         if forced in ("0", "1"):
             self.prefork = forced == "1"

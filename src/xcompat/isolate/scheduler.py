@@ -1,7 +1,8 @@
 """The scheduler: hands groups of tests to device slots, one test process per slot at a time.
 
-With ``isolation="test"`` each test is a group; with ``"file"`` the consecutive tests of one
-file are. A slot gets its next group as soon as its process reported the last test done (the
+With ``isolation="test"`` each test is a group; with ``"file"`` all tests of one file are, in
+pytest's order, even where pytest interleaved files (a parametrized module- or session-scoped
+fixture makes it run every file once per parameter): one process per file, not per run. A slot gets its next group as soon as its process reported the last test done (the
 process may still be exiting). When a process dies mid-group, the tests it never started go
 back to the front of the queue and run in a new process.
 """
@@ -34,13 +35,21 @@ class ProcessEvents(Protocol):
 def group_items(items: Sequence[Any], isolation: Isolation) -> deque[list[Any]]:
     if isolation == "test":
         return deque([item] for item in items)
-    groups: deque[list[Any]] = deque()
+    by_file: dict[Any, list[Any]] = {}
     for item in items:
-        if groups and groups[-1][0].path == item.path:
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
+        by_file.setdefault(item.path, []).append(item)
+    return deque(by_file.values())
+
+
+def _completes_group(process: TestProcess, messages: list[dict[str, Any]]) -> bool:
+    """Do ``messages`` report the last unfinished test of the process's group done, and
+    nothing failed (a failure replayed may stop the run: ``-x``, ``--maxfail``)?"""
+    if not messages or messages[-1].get("event") != "done" or not process.items:
+        return False
+    if any(m.get("event") == "report" and (m.get("report") or {}).get("outcome") == "failed" for m in messages):
+        return False
+    done = process.finished | {m.get("nodeid") for m in messages if m.get("event") == "done"}
+    return all(item.nodeid in done for item in process.items)
 
 
 def run_groups(
@@ -70,8 +79,28 @@ def run_groups(
     # is awake. A process with several tests is watched: its writes would fill the pipe.
     watched: set[int] = set()
 
+    def start_groups() -> None:
+        while pending and free and not (session.shouldstop or session.shouldfail):
+            slot_index = free.popleft()
+            process = launcher.start(config, pending.popleft(), slot_index)
+            running[process.pid] = process
+            if process.pidfd is not None:
+                selector.register(process.pidfd, selectors.EVENT_READ, ("exit", process))
+            if process.pidfd is None or len(process.items) > 1:
+                selector.register(process.read_fd, selectors.EVENT_READ, ("pipe", process))
+                watched.add(process.pid)
+            if prefork and len(pending) > len(free):
+                launcher.prepare_spare(config, slot_index)
+
     def drain(process: TestProcess, *, until_eof: bool = False) -> None:
-        for message in process.messages.read(until_eof=until_eof):
+        messages = list(process.messages.read(until_eof=until_eof))
+        if not process.released and _completes_group(process, messages):
+            # The group's last test is done: hand the slot its next group before the
+            # parent replays these reports, so the next process starts meanwhile.
+            process.released = True
+            free.append(process.slot)
+            start_groups()
+        for message in messages:
             released = process.released
             events.on_message(config, process, message)
             if process.released and not released:
@@ -79,17 +108,7 @@ def run_groups(
 
     try:
         while pending or running:
-            while pending and free:
-                slot_index = free.popleft()
-                process = launcher.start(config, pending.popleft(), slot_index)
-                running[process.pid] = process
-                if process.pidfd is not None:
-                    selector.register(process.pidfd, selectors.EVENT_READ, ("exit", process))
-                if process.pidfd is None or len(process.items) > 1:
-                    selector.register(process.read_fd, selectors.EVENT_READ, ("pipe", process))
-                    watched.add(process.pid)
-                if prefork and len(pending) > len(free):
-                    launcher.prepare_spare(config, slot_index)
+            start_groups()
             for key, _ in selector.select(timeout=next_wake(running.values(), time.monotonic())):
                 kind, process = key.data
                 if kind == "pipe":
@@ -99,7 +118,7 @@ def run_groups(
                         watched.discard(process.pid)
                 elif process.status is None:
                     reap(process, block=True)
-            for process in running.values():
+            for process in list(running.values()):  # a drain may start the next group
                 if process.pid not in watched and not process.messages.eof:
                     drain(process)  # what arrived meanwhile: done tests, before their deadlines count
             now = time.monotonic()

@@ -143,6 +143,10 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         runner.cleanup()
     if runner.interrupted:
         raise Interrupted("interrupted; no results were written")
+    if exit_code == pytest.ExitCode.INTERNAL_ERROR and collected:  # never green: what did not run is an error
+        from xcompat.isolate.classify import records_for_internal_error
+
+        records = [*records, *records_for_internal_error(collected, {r.nodeid for r in records})]
     if exit_code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) and not records:
         raise UsageError(
             f"pytest could not run ({pytest.ExitCode(exit_code).name.lower()}) with arguments: {' '.join(args)}",

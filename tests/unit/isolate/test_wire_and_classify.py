@@ -149,11 +149,13 @@ def test_collection_error_line_is_the_exception_not_the_last_line(text, line):
     assert collection_error_line(text) == line
 
 
-def test_groups_are_single_tests_or_runs_of_one_file():
-    items = [SimpleNamespace(path=Path(p), nodeid=f"{p}::{i}") for i, p in enumerate(["a.py", "a.py", "b.py", "a.py"])]
-    assert [len(g) for g in group_items(items, "test")] == [1, 1, 1, 1]
+def test_groups_are_single_tests_or_whole_files():
+    # pytest interleaves files when a parametrized module fixture is used: a[x], b[x], a[y], b[y]
+    paths = ["a.py", "a.py", "b.py", "a.py", "c.py", "b.py"]
+    items = [SimpleNamespace(path=Path(p), nodeid=f"{p}::{i}") for i, p in enumerate(paths)]
+    assert [len(g) for g in group_items(items, "test")] == [1] * 6
     assert [[i.nodeid for i in g] for g in group_items(items, "file")] == [
-        ["a.py::0", "a.py::1"], ["b.py::2"], ["a.py::3"]]
+        ["a.py::0", "a.py::1", "a.py::3"], ["b.py::2", "b.py::5"], ["c.py::4"]]
 
 
 def test_which_endings_mean_the_current_test_died():
