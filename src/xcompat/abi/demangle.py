@@ -10,9 +10,6 @@ A separate package (``cxxfilt``) would wrap the same function, so it is not requ
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import shutil
-import subprocess
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -23,8 +20,12 @@ def _runtime():
     import itertools
 
     well_known = ["libstdc++.so.6", "libc++.1.dylib", "libc++.so.1", "libc++abi.dylib"]
-    searched = (ctypes.util.find_library(x) for x in ("stdc++", "c++"))  # lazy: only if needed
-    for cand in itertools.chain(well_known, searched):
+    def searched():  # imported and run only when no well-known name loads
+        import ctypes.util
+
+        yield from (ctypes.util.find_library(x) for x in ("stdc++", "c++"))
+
+    for cand in itertools.chain(well_known, searched()):
         if not cand:
             continue
         try:
@@ -68,6 +69,9 @@ def demangle_many(names: Iterable[str]) -> list[str]:
             if ptr:
                 free(ptr)
         return out
+    import shutil
+    import subprocess
+
     tool = shutil.which("c++filt")
     if tool:
         bases = [names[i].partition("@")[0] for i in todo]
