@@ -2,9 +2,11 @@
 
 With ``isolation="test"`` each test is a group; with ``"file"`` all tests of one file are, in
 pytest's order, even where pytest interleaved files (a parametrized module- or session-scoped
-fixture makes it run every file once per parameter): one process per file, not per run. A slot gets its next group as soon as its process reported the last test done (the
-process may still be exiting). When a process dies mid-group, the tests it never started go
-back to the front of the queue and run in a new process.
+fixture makes it run every file once per parameter): one process per file, not per run. A
+slot gets its next group as soon as its process reported the last test done (the process may
+still be exiting), before the parent replays that test's reports. When a process dies
+mid-group, the tests it never started go back to the front of the queue and run in a new
+process.
 """
 
 from __future__ import annotations
