@@ -268,3 +268,52 @@ def test_spawn_start_method(tmp_path: Path) -> None:
         "test_healthy_after_segfault": "passed",
     }
     assert by_name(doc)["test_segfault"]["crash"]["signal"] == "SIGSEGV"
+
+
+def test_file_isolation_is_one_process_per_file_even_when_pytest_interleaves_files(tmp_path: Path) -> None:
+    # A parametrized session-scoped fixture makes pytest run a[x], b[x], c[x], a[y], b[y], c[y]:
+    # each file still gets one process, and two files never share one.
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.helpers.testing import xcompat_env
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(textwrap.dedent("""\
+        import os
+        import pytest
+
+
+        @pytest.fixture(scope="session", params=["x", "y"])
+        def flavour(request):
+            return request.param
+
+
+        @pytest.fixture(autouse=True)
+        def record_pid(request, flavour):
+            out = os.path.join(os.path.dirname(__file__), "pids.txt")
+            with open(out, "a") as fh:
+                fh.write(f"{request.node.path.name} {flavour} {os.getpid()}\\n")
+    """))
+    for name in ("a", "b", "c"):
+        (tests / f"test_{name}.py").write_text(
+            f"def test_{name}1(flavour):\n    pass\n\n\ndef test_{name}2(flavour):\n    pass\n")
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(tests), *LEAN_PYTEST],
+                               cwd=tmp_path, env=xcompat_env(), capture_output=True, text=True, timeout=300, check=False)
+    files = [line.split("::")[0].rsplit("/", 1)[-1] for line in collected.stdout.splitlines() if "::" in line]
+    runs = [f for i, f in enumerate(files) if i == 0 or files[i - 1] != f]
+    assert runs == ["test_a.py", "test_b.py", "test_c.py"] * 2, files  # pytest's own order interleaves
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "file", "--no-warm-torch", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc is not None and doc["counts"]["passed"] == 12, (doc and doc["counts"], proc.stderr[-2000:])
+    rows = [line.split() for line in (tests / "pids.txt").read_text().splitlines()]
+    assert len(rows) == 12
+    pids_by_file: dict[str, set[str]] = {}
+    for file, _flavour, pid in rows:
+        pids_by_file.setdefault(file, set()).add(pid)
+    assert all(len(pids) == 1 for pids in pids_by_file.values()), pids_by_file
+    assert len(set.union(*pids_by_file.values())) == 3  # no two files share a process
+    assert {flavour for _file, flavour, _pid in rows} == {"x", "y"}
