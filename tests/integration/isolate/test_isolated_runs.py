@@ -317,3 +317,18 @@ def test_file_isolation_is_one_process_per_file_even_when_pytest_interleaves_fil
     assert all(len(pids) == 1 for pids in pids_by_file.values()), pids_by_file
     assert len(set.union(*pids_by_file.values())) == 3  # no two files share a process
     assert {flavour for _file, flavour, _pid in rows} == {"x", "y"}
+
+
+def test_exitfirst_stops_before_the_next_file(tmp_path: Path) -> None:
+    # -x: the failure is replayed (and stops the run) before the next file's process starts.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a1():\n    pass\n\n\ndef test_a2():\n    assert False\n")
+    (tests / "test_b.py").write_text("import pathlib\n\n\ndef test_b():\n"
+                                     "    (pathlib.Path(__file__).parent / 'b-ran').write_text('yes')\n")
+    for isolation in ("file", "test"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--no-warm-torch", "--",
+                                                *LEAN_PYTEST, "-x"], json_out=tmp_path / f"{isolation}.json")
+        assert proc.returncode == 1, (isolation, proc.stderr[-2000:])
+        assert doc is not None and doc["counts"]["failed"] == 1, isolation
+        assert not (tests / "b-ran").exists(), f"{isolation}: the next file ran after -x stopped the run"

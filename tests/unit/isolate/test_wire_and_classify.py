@@ -165,3 +165,20 @@ def test_which_endings_mean_the_current_test_died():
     assert died_in_a_test(_exited(3), failed_outside_exit=70)  # os._exit(3) in a test
     assert not died_in_a_test(_exited(0), failed_outside_exit=70)
     assert not died_in_a_test(_exited(70), failed_outside_exit=70)  # xcompat's own set-up failed
+
+
+def test_a_group_completes_on_its_last_done_unless_something_failed():
+    from xcompat.isolate.scheduler import _completes_group
+
+    items = [SimpleNamespace(nodeid=n) for n in ("t.py::a", "t.py::b")]
+    process = SimpleNamespace(items=items, finished={"t.py::a"})
+    passed = {"event": "report", "nodeid": "t.py::b", "report": {"outcome": "passed"}}
+    failed = {"event": "report", "nodeid": "t.py::b", "report": {"outcome": "failed"}}
+    done = {"event": "done", "nodeid": "t.py::b"}
+    assert _completes_group(process, [{"event": "start", "nodeid": "t.py::b"}, passed, done])
+    # a failure may stop the run (-x, --maxfail): the parent replays it before starting anything
+    assert not _completes_group(process, [passed, failed, done])
+    assert not _completes_group(process, [passed])  # the test is not done yet
+    first_only = SimpleNamespace(items=items, finished=set())
+    assert not _completes_group(first_only, [{"event": "done", "nodeid": "t.py::a"}, passed])
+    assert not _completes_group(first_only, [{"event": "done", "nodeid": "t.py::a"}])  # b has not run
