@@ -111,18 +111,36 @@ def died_in_a_test(status: int, *, failed_outside_exit: int) -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) not in (0, failed_outside_exit)
 
 
+_PYTEST_EXIT = re.compile(r"_pytest\.outcomes\.Exit: (.*)")
+
+
+def describe_status(status: int) -> str:
+    """A wait status in words: ``exit code 70``, ``killed by SIGKILL``."""
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal_name(os.WTERMSIG(status))}"
+    if os.WIFEXITED(status):
+        return f"exit code {os.WEXITSTATUS(status)}"
+    return f"status {status}"
+
+
 def records_for_process_failure(
     unfinished: Sequence[str], *, any_finished: bool, status: int, device: str | None, text: str
 ) -> list[TestRecord]:
     """A process that died outside any test. Before its first test it could not start, and would
     fail the same way for every test of its group; between tests, the next test is blamed."""
     blamed = list(unfinished) if not any_finished else list(unfinished[:1])
+    called_exit = _PYTEST_EXIT.search(text)
+    if called_exit:  # pytest.exit() in a test or fixture ends only its own process here
+        reason = called_exit.group(1).strip().rstrip("!").strip()  # pytest frames it in "!!!"
+        message = f"pytest.exit() was called: {reason} (its test process ended)"
+    else:
+        message = f"test process failed outside the test ({describe_status(status)})"
     return [
         TestRecord(
             nodeid=nodeid,
             outcome="error",
             device=device,
-            message=f"test process failed outside the test (status {status})",
+            message=message,
             longrepr=text,
             output_tail=text,
         )
@@ -150,6 +168,13 @@ def records_for_internal_error(collected: Sequence[str], recorded: set[str]) -> 
         return [TestRecord(nodeid="<pytest session>", outcome="error",
                            message="pytest ended with an internal error after the tests (INTERNALERROR in the output)")]
     return [TestRecord(nodeid=n, outcome="error", message=why) for n in missing]
+
+
+def records_for_session_exit(collected: Sequence[str], recorded: set[str], message: str) -> list[TestRecord]:
+    """pytest.exit() stopped the session: each collected test without a record is an error
+    (the one that called it, and every one that never ran)."""
+    why = f"no result: the session was stopped by pytest.exit(): {message}"
+    return [TestRecord(nodeid=n, outcome="error", message=why) for n in collected if n not in recorded]
 
 
 def collection_error_line(text: str) -> str:

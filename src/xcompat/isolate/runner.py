@@ -115,10 +115,17 @@ class IsolatedRunner:
 
     # -- pytest hooks (parent only) -----------------------------------------------
     interrupted = False
+    exited: str | None = None  # pytest.exit(msg) was called (by a test, a fixture or a plugin)
     subreaper = False  # set in the parent when it became the child subreaper of its test processes
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
-        if os.getpid() == self._parent:
+        if os.getpid() != self._parent:
+            return
+        # pytest reports pytest.exit() through this hook too: that is the suite stopping
+        # itself, not the user pressing Ctrl-C, and what ran so far is recorded.
+        if excinfo.errisinstance(pytest.exit.Exception):
+            self.exited = str(getattr(excinfo.value, "msg", "") or excinfo.value)
+        else:
             self.interrupted = True
 
     def pytest_collectreport(self, report: Any) -> None:
@@ -245,7 +252,11 @@ class IsolatedRunner:
         current = process.current
         unstarted = [i for i in process.items if i.nodeid not in process.finished]
         if current is None and unstarted and (
-            process.timed_out or died_in_a_test(status, failed_outside_exit=FAILED_OUTSIDE_TESTS_EXIT)
+            process.timed_out
+            or died_in_a_test(status, failed_outside_exit=FAILED_OUTSIDE_TESTS_EXIT)
+            # status 0 with tests left: a test called os._exit(0). Re-queued, it would end
+            # the same way in every new process, for ever.
+            or (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
         ):
             # it died before the test's messages (sent when a test ends) went out
             current = self._begin(process, unstarted[0], nodeid=unstarted[0].nodeid, out_start=process.last_out)

@@ -143,6 +143,14 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         runner.cleanup()
     if runner.interrupted:
         raise Interrupted("interrupted; no results were written")
+    exited = getattr(runner, "exited", None)
+    if exited is not None:
+        if not collected:
+            raise UsageError(f"pytest.exit() stopped the session before any test was collected: {exited}",
+                             hint="see the conftest or plugin that calls it")
+        from xcompat.isolate.classify import records_for_session_exit
+
+        records = [*records, *records_for_session_exit(collected, {r.nodeid for r in records}, exited)]
     if exit_code == pytest.ExitCode.INTERNAL_ERROR and collected:  # never green: what did not run is an error
         from xcompat.isolate.classify import records_for_internal_error
 

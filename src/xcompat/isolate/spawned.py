@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from xcompat.isolate.child import ChildPlan, prepare_process, run_items
+from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, prepare_process, run_items
 from xcompat.isolate.processes import Launcher, TestProcess, output_files, pidfd_of
 from xcompat.isolate.runner import IsolatedRunner
 from xcompat.isolate.wire import MessageReader
@@ -126,6 +126,14 @@ class _WorkerPlugin:
         run_items(session.config, session.items, self.plan)
         return True
 
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        # pytest's own line for pytest.exit() goes to the silenced terminal: say it in the
+        # output the parent reads, as a forked test process's traceback does
+        import pytest
+
+        if excinfo.errisinstance(pytest.exit.Exception):
+            print(f"_pytest.outcomes.Exit: {getattr(excinfo.value, 'msg', excinfo.value)}", file=sys.stderr, flush=True)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     import pytest
@@ -139,9 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     ns = parser.parse_args(argv[:cut])
     plan = ChildPlan(write_fd=ns.fd, out_path=ns.out, crash_path=ns.crash, leak_kinds=tuple(ns.leak))
-    pytest.main(argv[cut + 1 :], plugins=[_WorkerPlugin(plan)])
+    code = pytest.main(argv[cut + 1 :], plugins=[_WorkerPlugin(plan)])
     sys.stdout.flush()
-    os._exit(0)
+    # pytest.exit() in a test ends the worker's session (INTERRUPTED): that is a failure
+    # outside the tests' reports, as in a forked test process, not a clean end.
+    os._exit(FAILED_OUTSIDE_TESTS_EXIT if code == pytest.ExitCode.INTERRUPTED else 0)
 
 
 if __name__ == "__main__":

@@ -182,3 +182,10 @@ def test_a_group_completes_on_its_last_done_unless_something_failed():
     first_only = SimpleNamespace(items=items, finished=set())
     assert not _completes_group(first_only, [{"event": "done", "nodeid": "t.py::a"}, passed])
     assert not _completes_group(first_only, [{"event": "done", "nodeid": "t.py::a"}])  # b has not run
+
+
+def test_wait_statuses_in_words():
+    from xcompat.isolate.classify import describe_status
+
+    assert describe_status(70 << 8) == "exit code 70"
+    assert describe_status(signal.SIGKILL) == "killed by SIGKILL"

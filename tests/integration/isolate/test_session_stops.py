@@ -1,0 +1,83 @@
+"""`xcompat test` when something ends the session or a test process early: an internal error
+of pytest, ``pytest.exit()`` in a test, a test that calls ``os._exit(0)``. Never green, and
+never re-run for ever."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from tests.helpers.testing import LEAN_PYTEST, run_xcompat_test
+
+MODES = [("fork", "file"), ("fork", "test"), ("spawn", "file"), ("spawn", "test")]
+
+
+def test_an_internal_error_of_pytest_is_never_green(tmp_path):
+    # A plugin that breaks in the parent after the first test: pytest stops with INTERNALERROR
+    # (exit 3) and the other tests never run. They are errors, and the run is red.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(textwrap.dedent("""\
+        import os
+
+        PARENT = os.getpid()
+        seen = []
+
+
+        def pytest_runtest_logreport(report):
+            if os.getpid() == PARENT and report.when == "teardown":
+                seen.append(report.nodeid)
+                if len(seen) == 1:
+                    raise RuntimeError("reporter plugin broke")
+    """))
+    for name in ("a", "b", "c"):
+        (tests / f"test_{name}.py").write_text(f"def test_{name}():\n    pass\n")
+    for isolation in ("file", "test", "none"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--no-warm-torch", "--",
+                                                *LEAN_PYTEST], json_out=tmp_path / f"{isolation}.json")
+        assert proc.returncode == 1, (isolation, proc.stderr)
+        assert doc is not None and doc["status"] == "failed", isolation
+        outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in doc["tests"]}
+        assert outcomes["test_b"] == "error" and outcomes["test_c"] == "error", (isolation, outcomes)
+        never = next(t for t in doc["tests"] if t["nodeid"].endswith("test_c"))
+        assert "internal error" in never["message"]
+
+
+def test_pytest_exit_in_a_test_is_never_green(tmp_path):
+    # in process: the session stops as in plain pytest; isolated: only the test's process ends
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    pass\n")
+    (tests / "test_b.py").write_text("import pytest\n\n\ndef test_b():\n    pytest.exit('database is gone')\n")
+    (tests / "test_c.py").write_text("def test_c():\n    pass\n")
+    for method, isolation in [*MODES, ("fork", "none")]:
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--start-method", method,
+                                                "--no-warm-torch", "--", *LEAN_PYTEST],
+                                     json_out=tmp_path / f"{method}-{isolation}.json", timeout=120)
+        assert proc.returncode == 1, (method, isolation, proc.returncode, proc.stderr[-2000:])
+        assert doc is not None and doc["status"] == "failed", isolation
+        records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+        assert records["test_a"]["outcome"] == "passed"
+        assert records["test_b"]["outcome"] == "error"
+        assert "pytest.exit()" in records["test_b"]["message"] and "database is gone" in records["test_b"]["message"]
+        # isolated: only b's process ended, c ran; in process: the session stopped, c has no result
+        expected_c = "error" if isolation == "none" else "passed"
+        assert records["test_c"]["outcome"] == expected_c, (isolation, records["test_c"])
+
+
+@pytest.mark.parametrize(("method", "isolation"), MODES, ids=[f"{m}-{i}" for m, i in MODES])
+def test_a_test_that_calls_os_exit_0_crashed_and_is_not_rerun(tmp_path, method, isolation):
+    # The process ends with status 0 in the middle of the test. Taken for a clean end, the
+    # test would go back to the queue and end its next process the same way, for ever.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    pass\n")
+    (tests / "test_b.py").write_text("import os\n\n\ndef test_b():\n    os._exit(0)\n\n\ndef test_b2():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--start-method", method,
+                                            "--no-warm-torch", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert doc is not None and doc["status"] == "crashed"
+    outcomes = {t["nodeid"].split("::")[-1]: (t["outcome"], t["message"]) for t in doc["tests"]}
+    assert outcomes["test_a"][0] == "passed" and outcomes["test_b2"][0] == "passed"
+    assert outcomes["test_b"] == ("crashed", "process exited with status 0 during the test")
