@@ -47,6 +47,8 @@ class InputLimits:
     wheel_member_bytes: int = 2048 * MiB  # uncompressed size of one member that is read
     wheel_total_bytes: int = 8192 * MiB  # uncompressed size of all members read from one wheel
     wheel_compression_ratio: int = 1000  # uncompressed / compressed of one member (zip bombs)
+    # test processes (xcompat test): the tests' own output and crash text
+    test_output_bytes: int = 256 * 1024  # read back per test or per process (the end is kept)
     # the forge (GitHub / GitLab HTTP answers)
     http_response_bytes: int = 32 * MiB  # one response body
     http_pages: int = 50  # pages of one paginated list (RetryPolicy.max_pages)

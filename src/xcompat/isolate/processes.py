@@ -94,14 +94,25 @@ def pidfd_of(pid: int) -> int | None:
 
 
 def read_from(path: str, start: int, end: int | None = None) -> str:
-    """Text a process wrote to ``path`` between two offsets (to the end without ``end``)."""
+    """Text a process wrote to ``path`` between two offsets (to the end without ``end``).
+
+    A test may print gigabytes: only the last ``LIMITS.test_output_bytes`` of the range are
+    read (records keep a few thousand characters of it), with a line saying what was cut."""
+    from xcompat.limits import LIMITS
+
+    limit = LIMITS.test_output_bytes
     try:
         with open(path, "rb") as fh:
-            fh.seek(start)
-            data = fh.read() if end is None else fh.read(max(end - start, 0))
+            stop = os.fstat(fh.fileno()).st_size if end is None else end
+            first = max(start, stop - limit)
+            fh.seek(first)
+            data = fh.read(max(stop - first, 0))
     except OSError:
         return ""
-    return data.decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace")
+    if first > start:
+        text = f"[... {first - start} bytes of output cut ...]\n" + text
+    return text
 
 
 def output_files(folder: str) -> tuple[str, str]:

@@ -332,3 +332,19 @@ def test_exitfirst_stops_before_the_next_file(tmp_path: Path) -> None:
         assert proc.returncode == 1, (isolation, proc.stderr[-2000:])
         assert doc is not None and doc["counts"]["failed"] == 1, isolation
         assert not (tests / "b-ran").exists(), f"{isolation}: the next file ran after -x stopped the run"
+
+
+def test_a_test_that_floods_its_output_keeps_the_end_of_it(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_flood.py").write_text(
+        "import os\n\n\ndef test_flood():\n"
+        "    for _ in range(40):\n        os.write(1, b'y' * (1 << 20))\n"
+        "    os.write(1, b'\\nLAST WORDS\\n')\n    assert False, 'after the flood'\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "test", "--no-warm-torch", "--", *LEAN_PYTEST,
+                                            "-s"], json_out=tmp_path / "r.json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert doc is not None
+    (record,) = doc["tests"]
+    assert record["outcome"] == "failed"
+    assert "LAST WORDS" in record["output_tail"] and len(record["output_tail"]) < 10_000

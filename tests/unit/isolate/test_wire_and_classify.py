@@ -189,3 +189,25 @@ def test_wait_statuses_in_words():
 
     assert describe_status(70 << 8) == "exit code 70"
     assert describe_status(signal.SIGKILL) == "killed by SIGKILL"
+
+
+def test_reading_back_a_flood_of_output_keeps_only_its_end(tmp_path):
+    from xcompat.isolate.processes import read_from
+    from xcompat.limits import LIMITS
+
+    out = tmp_path / "out"
+    head, flood_end = b"first line\n", b"the crash message at the end\n"
+    with open(out, "wb") as fh:
+        fh.write(head)
+        fh.write(b"x" * (4 * LIMITS.test_output_bytes))
+        fh.write(flood_end)
+    size = out.stat().st_size
+    text = read_from(str(out), 0)
+    assert text.endswith(flood_end.decode()) and "first line" not in text
+    assert text.startswith(f"[... {size - LIMITS.test_output_bytes} bytes of output cut ...]\n")
+    assert len(text) < LIMITS.test_output_bytes + 100
+    # a range inside the file: the same rule, and short ranges are read whole
+    assert read_from(str(out), 0, len(head)) == "first line\n"
+    middle = read_from(str(out), 5, size - len(flood_end))
+    assert middle.startswith("[... ") and middle.endswith("x")
+    assert read_from(str(tmp_path / "missing"), 0) == ""
