@@ -117,6 +117,7 @@ def read_from(path: str, start: int, end: int | None = None) -> str:
 
 def output_files(folder: str) -> tuple[str, str]:
     """A fresh (output, crash) file pair for one process."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)  # a test may have removed the run's temp folder
     fd, out_path = tempfile.mkstemp(prefix="out-", dir=folder)
     os.close(fd)
     fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=folder)

@@ -81,3 +81,24 @@ def test_a_test_that_calls_os_exit_0_crashed_and_is_not_rerun(tmp_path, method, 
     outcomes = {t["nodeid"].split("::")[-1]: (t["outcome"], t["message"]) for t in doc["tests"]}
     assert outcomes["test_a"][0] == "passed" and outcomes["test_b2"][0] == "passed"
     assert outcomes["test_b"] == ("crashed", "process exited with status 0 during the test")
+
+
+def test_a_test_that_removes_the_runs_temp_folder_does_not_stop_the_run(tmp_path):
+    # The parent keeps each test process's output files in a temp folder; a test that cleans
+    # the temp directory removes it. The next process gets a new one instead of an INTERNALERROR.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text(textwrap.dedent("""\
+        import glob, os, shutil, tempfile
+
+
+        def test_cleans_temp():
+            for folder in glob.glob(os.path.join(tempfile.gettempdir(), "xcompat-test-*")):
+                shutil.rmtree(folder, ignore_errors=True)
+    """))
+    (tests / "test_b.py").write_text("def test_after():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "test", "--no-warm-torch", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc is not None and {t["nodeid"].split("::")[-1]: t["outcome"] for t in doc["tests"]} == {
+        "test_cleans_temp": "passed", "test_after": "passed"}
