@@ -158,23 +158,17 @@ def record_from_collection_error(nodeid: str, text: str) -> TestRecord:
     )
 
 
-def records_for_internal_error(collected: Sequence[str], recorded: set[str]) -> list[TestRecord]:
-    """pytest stopped with an internal error (its exit code 3): each collected test without a
-    record is an error (it never ran, or its result was lost); if every test has one, the
-    session itself is."""
-    why = "no result: pytest stopped with an internal error (INTERNALERROR in the output above) before it was recorded"
+def records_without_result(
+    collected: Sequence[str], recorded: set[str], why: str, *, after_all: str | None = None
+) -> list[TestRecord]:
+    """The session stopped early (an internal error of pytest, ``pytest.exit()``): each
+    collected test without a record is an error saying ``why`` (it never ran, or its result
+    was lost). With ``after_all``, a session that stopped after every test had a result is
+    itself an error with that message."""
     missing = [n for n in collected if n not in recorded]
-    if not missing:
-        return [TestRecord(nodeid="<pytest session>", outcome="error",
-                           message="pytest ended with an internal error after the tests (INTERNALERROR in the output)")]
+    if not missing and after_all:
+        return [TestRecord(nodeid="<pytest session>", outcome="error", message=after_all)]
     return [TestRecord(nodeid=n, outcome="error", message=why) for n in missing]
-
-
-def records_for_session_exit(collected: Sequence[str], recorded: set[str], message: str) -> list[TestRecord]:
-    """pytest.exit() stopped the session: each collected test without a record is an error
-    (the one that called it, and every one that never ran)."""
-    why = f"no result: the session was stopped by pytest.exit(): {message}"
-    return [TestRecord(nodeid=n, outcome="error", message=why) for n in collected if n not in recorded]
 
 
 def collection_error_line(text: str) -> str:

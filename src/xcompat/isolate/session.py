@@ -143,18 +143,21 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         runner.cleanup()
     if runner.interrupted:
         raise Interrupted("interrupted; no results were written")
+    # never green when the session stopped early: what has no result is an error
+    from xcompat.isolate.classify import records_without_result
+
     exited = getattr(runner, "exited", None)
     if exited is not None:
         if not collected:
             raise UsageError(f"pytest.exit() stopped the session before any test was collected: {exited}",
                              hint="see the conftest or plugin that calls it")
-        from xcompat.isolate.classify import records_for_session_exit
-
-        records = [*records, *records_for_session_exit(collected, {r.nodeid for r in records}, exited)]
-    if exit_code == pytest.ExitCode.INTERNAL_ERROR and collected:  # never green: what did not run is an error
-        from xcompat.isolate.classify import records_for_internal_error
-
-        records = [*records, *records_for_internal_error(collected, {r.nodeid for r in records})]
+        records += records_without_result(
+            collected, {r.nodeid for r in records}, f"no result: the session was stopped by pytest.exit(): {exited}")
+    if exit_code == pytest.ExitCode.INTERNAL_ERROR and collected:
+        records += records_without_result(
+            collected, {r.nodeid for r in records},
+            "no result: pytest stopped with an internal error (INTERNALERROR in the output above) before it was recorded",
+            after_all="pytest ended with an internal error after the tests (INTERNALERROR in the output)")
     if exit_code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) and not records:
         raise UsageError(
             f"pytest could not run ({pytest.ExitCode(exit_code).name.lower()}) with arguments: {' '.join(args)}",
