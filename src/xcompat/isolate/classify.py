@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from xcompat.isolate.outcomes import Crash, LeakReport, TestRecord, signal_name
@@ -76,7 +77,8 @@ def record_from_death(
     if timed_out:
         crash = Crash(signal=signal_name(sig) if sig else None, signal_number=sig, traceback=traceback)
         outcome = "timeout"
-        message = f"timed out after {timeout_s or 0:g}s; stack dumped, then killed"
+        dumped = "stack dumped" if traceback.strip() else "no stack dump came back (the process did not answer)"
+        message = f"timed out after {timeout_s or 0:g}s; {dumped}, then killed"
     else:
         exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         crash = Crash(
@@ -94,6 +96,22 @@ def record_from_death(
         output_tail=output,
         crash=crash,
         leaks=tuple(leaks),
+    )
+
+
+def record_over_time(record: TestRecord, *, timeout_s: float, traceback: str = "", why: str) -> TestRecord:
+    """A test that ran past its timeout but ended before it was stopped (during the stack
+    dump's grace, or with ``--isolate none``, where nothing stops it): a timeout all the same,
+    so the verdict does not depend on how quickly the watchdog acted."""
+    message = f"timed out after {timeout_s:g}s; it ended at {record.duration_s:.2f}s, {why}"
+    if record.outcome not in ("passed", "skipped", "xfailed", "xpassed", "leaked"):
+        message = f"{message}; it also {record.outcome}: {record.message}"
+    return replace(
+        record,
+        outcome="timeout",
+        message=message,
+        longrepr=f"{message}\n{traceback}\n{record.longrepr}".strip(),
+        crash=Crash(traceback=traceback) if traceback else record.crash,
     )
 
 

@@ -54,7 +54,9 @@ class TestProcess:
     finished: set[str] = field(default_factory=set)
     deadline: float | None = None  # the watchdog's limit for what the process does now
     kill_at: float | None = None  # SIGKILL time, once the stacks were asked for
-    timed_out: bool = False
+    timed_out: bool = False  # its current test ran past the deadline
+    killed: bool = False  # the watchdog sent SIGKILL
+    crash_start: int = 0  # crash file offset where the current test's dumps begin
     status: int | None = None  # waitpid status once reaped
     pidfd: int | None = None  # readable once the process exits (Linux >= 5.3)
     ctrl_fd: int | None = None  # a spare's assignment pipe (write end)

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -34,6 +34,7 @@ from xcompat.isolate.classify import (
     record_from_collection_error,
     record_from_death,
     record_from_reports,
+    record_over_time,
     records_for_process_failure,
 )
 from xcompat.isolate.devices import DeviceSlot
@@ -197,9 +198,14 @@ class IsolatedRunner:
             output = "".join(
                 f"--- captured {name} ---\n{text}" for rep in running.reports for name, text in rep.sections
             )
-            self._store(
-                record_from_reports(item.nodeid, running.reports, device=running.device, output=output, leaks=running.leaks)
+            record = record_from_reports(
+                item.nodeid, running.reports, device=running.device, output=output, leaks=running.leaks
             )
+            if self.timeout_s and record.duration_s > self.timeout_s:
+                # nothing can stop a test in this process, but its limit holds as in the others
+                record = record_over_time(record, timeout_s=self.timeout_s, why="not stopped: --isolate none cannot stop a test")
+                self._report_error(session.config, running, record.message, "", when="teardown")
+            self._store(record)
             if session.shouldstop:
                 break
         os.close(sink_r)
@@ -210,7 +216,18 @@ class IsolatedRunner:
         event = message["event"]
         nodeid = message["nodeid"]
         current = process.current
-        if event == "start":
+        if event == "ready":
+            # a spawned process is ready for its first test: the test's time starts at ``t``
+            # (a forked process is armed when its group is handed over)
+            now = time.monotonic()
+            try:
+                began = min(max(float(message.get("t", now)), process.spawned), now)
+            except (TypeError, ValueError):
+                began = now
+            process.last_done = began
+            if self.timeout_s:
+                process.deadline = began + self.timeout_s
+        elif event == "start":
             item = next((i for i in process.items if i.nodeid == nodeid), process.items[0])
             self._begin(process, item, nodeid=nodeid, out_start=int(message.get("out", 0)))
         elif event == "report" and current is not None:
@@ -221,9 +238,24 @@ class IsolatedRunner:
             current.leaks.extend(leak_from_wire(d) for d in message["leaks"])
         elif event == "done" and current is not None:
             output = read_from(process.out_path, current.out_start, int(message.get("out", 0)))
-            self._store(
-                record_from_reports(nodeid, current.reports, device=current.device, output=output, leaks=current.leaks)
+            record = record_from_reports(
+                nodeid, current.reports, device=current.device, output=output, leaks=current.leaks
             )
+            if process.timed_out:
+                # It ran past its deadline and ended while the watchdog waited for the stack
+                # dump: a timeout all the same. Its process runs on with the next test (or, if
+                # the kill came first, the next tests go to a new process, blaming none).
+                record = record_over_time(
+                    record,
+                    timeout_s=self.timeout_s or 0.0,
+                    traceback=read_from(process.crash_path, process.crash_start),
+                    why="after its stack dump and before the kill" if not process.killed else "just before the kill",
+                )
+                process.timed_out = False
+                process.kill_at = None
+                process.crash_start = os.path.getsize(process.crash_path) if os.path.exists(process.crash_path) else 0
+                self._report_error(config, current, record.message, "", when="teardown")
+            self._store(record)
             config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=current.location)
             process.finished.add(nodeid)
             process.current = None
@@ -251,7 +283,7 @@ class IsolatedRunner:
         status = process.status or 0
         current = process.current
         unstarted = [i for i in process.items if i.nodeid not in process.finished]
-        if current is None and unstarted and (
+        if current is None and unstarted and not (process.killed and not process.timed_out) and (
             process.timed_out
             or died_in_a_test(status, failed_outside_exit=FAILED_OUTSIDE_TESTS_EXIT)
             # status 0 with tests left: a test called os._exit(0). Re-queued, it would end
@@ -269,12 +301,12 @@ class IsolatedRunner:
                 duration_s=time.monotonic() - current.started,
                 device=current.device,
                 output=read_from(process.out_path, current.out_start),
-                traceback=read_from(process.crash_path, 0),
+                traceback=read_from(process.crash_path, process.crash_start),
                 leaks=current.leaks,
             )
             self._store(record)
             self._report_crash(config, current, record.longrepr, record.duration_s)
-        elif failed_outside_tests(status):
+        elif failed_outside_tests(status) and not process.killed:
             unfinished = [i.nodeid for i in process.items if i.nodeid not in process.finished]
             text = read_from(process.out_path, 0) + read_from(process.crash_path, 0)
             for record in records_for_process_failure(
@@ -286,6 +318,9 @@ class IsolatedRunner:
             ):
                 self._store(record)
                 process.finished.add(record.nodeid)
+                item = next((i for i in process.items if i.nodeid == record.nodeid), None)
+                if item is not None:
+                    self._report_error(config, item, record.message, record.longrepr, when="setup")
         started = process.finished | ({current.nodeid} if current else set())
         remove_files(process)
         if self.subreaper:
@@ -323,6 +358,31 @@ class IsolatedRunner:
         )
         config.hook.pytest_runtest_logreport(report=report)
         config.hook.pytest_runtest_logfinish(nodeid=current.nodeid, location=current.location)
+
+    def _report_error(
+        self, config: Any, test: Any, message: str, text: str, *, when: Literal["setup", "teardown"]
+    ) -> None:
+        """Show in pytest's own output (the terminal summary and ``--junitxml``) what the
+        verdict counts and pytest never saw: a test whose process failed outside it (an error
+        at ``setup``: ``test`` is its item), or one that ran past its timeout but ended
+        (``teardown``, after its own reports: ``test`` is its running test or item)."""
+        from _pytest.reports import TestReport
+
+        keywords: Any = test.keywords if isinstance(test, RunningTest) else dict.fromkeys(test.keywords, 1)
+        if when == "setup":
+            config.hook.pytest_runtest_logstart(nodeid=test.nodeid, location=test.location)
+        report = TestReport(
+            nodeid=test.nodeid,
+            location=test.location,
+            keywords=keywords,
+            outcome="failed",
+            longrepr=f"{message}\n{text}" if text else message,
+            when=when,
+            duration=0.0,
+        )
+        config.hook.pytest_runtest_logreport(report=report)
+        if when == "setup":
+            config.hook.pytest_runtest_logfinish(nodeid=test.nodeid, location=test.location)
 
     def cleanup(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)

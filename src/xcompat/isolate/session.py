@@ -177,7 +177,7 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
         records=tuple(records),
         isolation=isolation,
         start_method="in-process" if isolation == "none" else method,
-        timeout_s=options.timeout_s if isolation != "none" else None,
+        timeout_s=options.timeout_s,
         duration_s=time.monotonic() - start,
         cell_id=options.cell_id,
         leak_checks=options.leak_kinds,

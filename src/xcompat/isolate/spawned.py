@@ -20,7 +20,7 @@ from typing import Any
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, prepare_process, run_items
 from xcompat.isolate.processes import Launcher, TestProcess, output_files, pidfd_of
 from xcompat.isolate.runner import IsolatedRunner
-from xcompat.isolate.wire import MessageReader
+from xcompat.isolate.wire import Channel, MessageReader
 
 # A fresh interpreter must import everything first: extra time before its first test starts.
 START_ALLOWANCE_S = 60.0
@@ -123,6 +123,9 @@ class _WorkerPlugin:
 
     def pytest_runtestloop(self, session: Any) -> bool:
         prepare_process(self.plan, session.config)
+        # The parent gave this process START_ALLOWANCE_S to get here; the first test's own
+        # timeout starts now.
+        Channel(self.plan.write_fd).send({"event": "ready", "nodeid": "", "t": time.monotonic()})
         run_items(session.config, session.items, self.plan)
         return True
 

@@ -1,7 +1,7 @@
 """The watchdog: deadlines of running test processes, stack dumps, kills and reaping.
 
 A test past its timeout gets ``SIGUSR1`` (faulthandler in the child dumps every thread's
-Python stack to its crash file), then ``SIGKILL`` for its whole process group
+Python stack to its crash file) and ``SIGCONT`` (in case it stopped itself), then ``SIGKILL`` for its whole process group
 ``DUMP_GRACE_S`` later. A reaped process's group is killed too, so a test's background
 processes die with it.
 """
@@ -55,16 +55,21 @@ def enforce_deadline(process: TestProcess, now: float) -> None:
     if process.kill_at is not None and now >= process.kill_at:
         kill_group(process.pid)
         process.kill_at = None
+        process.killed = True
     elif process.deadline is not None and now >= process.deadline and not process.timed_out:
         process.timed_out = True
         if DUMP_SIGNAL is not None:
             try:
                 os.kill(process.pid, DUMP_SIGNAL)
+                # a test that stopped itself (SIGSTOP, SIGTSTP) handles the dump signal only
+                # once it runs again
+                os.kill(process.pid, signal.SIGCONT)
             except ProcessLookupError:
                 return
             process.kill_at = now + DUMP_GRACE_S
         else:
             kill_group(process.pid)
+            process.killed = True
 
 
 def reap(process: TestProcess, *, block: bool) -> None:

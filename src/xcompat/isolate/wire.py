@@ -7,6 +7,9 @@ Two pipes per test process:
 * the *message* pipe, child to parent: JSON lines, one per event, all of one test's written
   together when it ends (a write wakes the parent: one per test keeps context switches down)
 
+  - ``{"event": "ready", "nodeid": "", "t": monotonic}``: a spawned process finished
+    starting (imports, collection) and begins its first test at ``t`` (``time.monotonic()``,
+    one clock for all processes): the test's timeout counts from then;
   - ``{"event": "start", "nodeid", "out": offset}``: a test began; ``out`` is the position
     in the process's output file where its output starts;
   - ``{"event": "report", "nodeid", "report": {...}}``: one setup/call/teardown report in

@@ -104,3 +104,27 @@ def test_a_test_that_removes_the_runs_temp_folder_does_not_stop_the_run(tmp_path
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc is not None and {t["nodeid"].split("::")[-1]: t["outcome"] for t in doc["tests"]} == {
         "test_cleans_temp": "passed", "test_after": "passed"}
+
+
+def test_a_test_process_that_fails_outside_its_test_is_an_error_in_pytest_summary_too(tmp_path):
+    # The test closes every descriptor (the parent's message pipe among them), so its results
+    # never arrive and its process ends with xcompat's "failed outside a test" status. The verdict
+    # counted it as an error; pytest's own summary (and --junitxml) left it out.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_fds.py").write_text(
+        "import os\n\n\ndef test_ok():\n    pass\n\n\n"
+        "def test_closes_everything():\n    os.closerange(3, 4096)\n    assert False\n\n\n"
+        "def test_after():\n    pass\n"
+    )
+    for isolation in ("file", "test"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--no-warm-torch", "--",
+                                                *LEAN_PYTEST, "--junitxml", str(tmp_path / "junit.xml")],
+                                     json_out=tmp_path / f"{isolation}.json", timeout=120)
+        assert proc.returncode == 1, (isolation, proc.stderr[-2000:])
+        records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+        assert records["test_closes_everything"]["outcome"] == "error", records
+        assert records["test_ok"]["outcome"] == "passed" and records["test_after"]["outcome"] == "passed"
+        assert "2 passed, 1 error" in proc.stdout, (isolation, proc.stdout[-1500:])
+        junit = (tmp_path / "junit.xml").read_text()
+        assert 'errors="1"' in junit, junit[:600]
