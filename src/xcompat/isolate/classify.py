@@ -132,6 +132,17 @@ def died_in_a_test(status: int, *, failed_outside_exit: int) -> bool:
 _PYTEST_EXIT = re.compile(r"_pytest\.outcomes\.Exit: (.*)")
 
 
+def _last_exception_line(text: str) -> str:
+    """The exception a Python traceback at the end of ``text`` ends with, or ``""``."""
+    _head, found, tail = text.rpartition("Traceback (most recent call last):")
+    if not found:
+        return ""
+    lines = [line for line in tail.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    # a traceback's last line is the exception, flush left; indented lines are frames and code
+    return last[:200] if last and not last[0].isspace() else ""
+
+
 def describe_status(status: int) -> str:
     """A wait status in words: ``exit code 70``, ``killed by SIGKILL``."""
     if os.WIFSIGNALED(status):
@@ -153,6 +164,9 @@ def records_for_process_failure(
         message = f"pytest.exit() was called: {reason} (its test process ended)"
     else:
         message = f"test process failed outside the test ({describe_status(status)})"
+        raised = _last_exception_line(text)
+        if raised:  # e.g. KeyboardInterrupt raised in a test: it ends the process, not only the test
+            message = f"{message}: {raised}"
     return [
         TestRecord(
             nodeid=nodeid,

@@ -99,6 +99,20 @@ def test_process_failure_before_the_first_test_blames_the_whole_group_else_the_n
     assert [r.nodeid for r in before] == ["t::b", "t::c"] and {r.outcome for r in before} == {"error"}
     between = records_for_process_failure(unfinished, any_finished=True, status=256, device="cpu", text="boom")
     assert [r.nodeid for r in between] == ["t::b"]
+    assert between[0].message == "test process failed outside the test (exit code 1)"
+
+
+def test_a_process_failure_names_the_exception_that_ended_it():
+    text = (
+        "Traceback (most recent call last):\n  File \"/p/tests/test_k.py\", line 4, in test_kbd\n"
+        "    raise KeyboardInterrupt\nKeyboardInterrupt\n"
+    )
+    (record,) = records_for_process_failure(["t::k"], any_finished=False, status=70 << 8, device="cpu", text=text)
+    assert record.message == "test process failed outside the test (exit code 70): KeyboardInterrupt"
+    # a traceback cut short (its last line is a frame) names nothing
+    cut = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+    (record,) = records_for_process_failure(["t::k"], any_finished=False, status=70 << 8, device="cpu", text=cut)
+    assert record.message == "test process failed outside the test (exit code 70)"
 
 
 IMPORT_ERROR = """\
