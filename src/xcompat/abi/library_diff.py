@@ -143,8 +143,51 @@ def diff_libraries(
             c.filtered["library-copy"] += 1
             continue
         first_of.setdefault(sig, p)
-        _diff_library(p, c, ctx, shipped)
+        _diff_library(p, c, ctx, shipped, new_libs)
     return pairs
+
+
+def loaded_provider(new_libs: dict[str, LibraryInterface]) -> Callable[[LibraryInterface, str], str | None]:
+    """``provider(lib, key)``: the library of the same build that now exports the symbol
+    ``key`` (``name`` or ``name@VERSION``) which ``lib`` no longer does, and that ``lib``
+    loads, following its NEEDED entries through the build's libraries (by SONAME, file name,
+    or auditwheel's hashed name); None when there is none. The loader looks a reference up in
+    the whole dependency tree of the object that needs it, so a program linked against the old
+    ``lib`` still binds the symbol there."""
+    by_name: dict[str, str] = {}
+    for k, lib in sorted(new_libs.items()):
+        base = k.rpartition("/")[2]
+        for n in (lib.soname, base, unhashed_name(lib.soname or ""), unhashed_name(base)):
+            if n:
+                by_name.setdefault(n, k)
+    bases: dict[str, set[str]] = {}
+
+    def exports_key(k: str, key: str) -> bool:
+        lib = new_libs[k]
+        if key in lib.exports:
+            return True
+        if "@" in key:
+            return False
+        # an unversioned reference binds to the default (not hidden) version of the name
+        if k not in bases:
+            bases[k] = {e.partition("@")[0] for e in lib.exports if "@" in e and e not in lib.hidden_versions}
+        return key in bases[k]
+
+    def provider(lib: LibraryInterface, key: str) -> str | None:
+        seen: set[str] = set()
+        queue = list(lib.needed)
+        while queue:
+            n = queue.pop(0)
+            k = by_name.get(n) or by_name.get(unhashed_name(n))
+            if k is None or k in seen:
+                continue
+            seen.add(k)
+            if new_libs[k] is not lib and exports_key(k, key):
+                return k
+            queue.extend(new_libs[k].needed)
+        return None
+
+    return provider
 
 
 def _needed_changes(a: LibraryInterface, b: LibraryInterface, shipped: set[str]):
@@ -165,7 +208,9 @@ def _needed_changes(a: LibraryInterface, b: LibraryInterface, shipped: set[str])
     return out_added, sorted(out_removed), renamed
 
 
-def _diff_library(p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str]) -> None:
+def _diff_library(
+    p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str], new_libs: dict[str, LibraryInterface]
+) -> None:
     key, a, b = p.new_key, p.old, p.new
     grafted = noise.is_grafted(key)
     if a.soname != b.soname and unhashed_name(a.soname or "") != unhashed_name(b.soname or "") and grafted:
@@ -205,18 +250,25 @@ def _diff_library(p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: se
     declared = ctx.extension_exports
     if declared is None:
         declared = noise.default_extension_exports(key)
-    diff_symbols(key, a, b, c, extension_exports=declared)
+    provider = loaded_provider(new_libs) if b.needed and len(new_libs) > 1 else None
+    diff_symbols(key, a, b, c, extension_exports=declared,
+                 moved=(lambda sym: provider(b, sym)) if provider is not None else None)
 
 
-def diff_symbols(key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, *, extension_exports: tuple[str, ...] = ()) -> None:
-    """Symbol findings for one library pair, decided by what the loader would bind."""
+def diff_symbols(
+    key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, *, extension_exports: tuple[str, ...] = (),
+    moved: Callable[[str], str | None] | None = None,
+) -> None:
+    """Symbol findings for one library pair, decided by what the loader would bind.
+    ``moved(key)`` names the library of the build that now exports a symbol ``b`` lost and
+    that ``b`` loads (see :func:`loaded_provider`)."""
     extension = a.is_python_extension or b.is_python_extension
     names = changed_names(a, b)
     versioned_a, versioned_b = is_versioned(a), is_versioned(b)
     if names:
         defs = definitions_of(a, names), definitions_of(b, names)
         classes = noise.class_lookup(a.exports, b.exports)  # judges WEAK C++ functions
-        _binding_findings(key, a, b, c, defs, extension, extension_exports, classes, _origins(a))
+        _binding_findings(key, a, b, c, defs, extension, extension_exports, classes, _origins(a), moved)
         _added_findings(key, b, c, defs, extension, extension_exports, classes, _origins(b),
                         versioning_added=versioned_b and not versioned_a)
     da, db = set(a.version_defs), set(b.version_defs)
@@ -255,6 +307,7 @@ def _origins(lib: LibraryInterface) -> Callable[[str], str | None] | None:
 def _binding_findings(
     key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
     declared: tuple[str, ...], classes: Callable[[list[str]], bool], origin: Callable[[str], str | None] | None,
+    moved: Callable[[str], str | None] | None = None,
 ) -> None:
     for ch in compare_bindings(a, b, defs=defs):
         old = ch.old
@@ -288,7 +341,14 @@ def _binding_findings(
             c.add("symbol_removed", key, sym,
                   f"{sym} is only exported at hidden versions now: unversioned references and dlsym() no longer find it")
         else:
-            c.add("symbol_removed", key, sym, f"{sym} is no longer exported")
+            where = moved(sym) if moved is not None else None
+            if where is not None:
+                lib = key.rpartition("/")[2]
+                c.add("symbol_moved", key, sym,
+                      f"{sym} is now exported by {where}, which {lib} loads: programs linked against the old "
+                      f"{lib} still bind it (linking anew needs {where.rpartition('/')[2]} too)", new=where)
+            else:
+                c.add("symbol_removed", key, sym, f"{sym} is no longer exported")
 
 
 def _added_findings(

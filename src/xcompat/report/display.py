@@ -42,6 +42,7 @@ LANGUAGE_NAMES = {
 }
 ABI_TITLES = {
     "symbol_removed": "Exported symbols removed",
+    "symbol_moved": "Exported symbols moved to a library they load",
     "symbol_added": "Exported symbols added",
     "symbol_version_removed": "Symbol versions removed",
     "symbol_version_added": "Symbol versions added",

@@ -386,3 +386,47 @@ def test_corrupt_dwarf_is_no_evidence_not_an_error(tmp_path: Path):
     bad.write_bytes(bytes(data))
     origins = definition_origins(bad)  # must not raise
     assert origins is None or isinstance(origins.header, frozenset)
+
+
+def _gcc_lib(out: Path, name: str, src: str, *extra: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.c").write_text(src)
+    # --no-as-needed: every version links libc the same way (no glibc floor finding in between)
+    subprocess.run(["gcc", "-O2", "-fPIC", "-shared", f"-Wl,-soname,{name}.so", "-o", str(out / f"{name}.so"),
+                    str(out / f"{name}.c"), "-Wl,--no-as-needed", *extra, "-lc"], check=True, capture_output=True,
+                   text=True)
+    (out / f"{name}.c").unlink()
+
+
+def test_a_symbol_moved_to_a_library_it_loads_binds_and_is_not_a_break(tmp_path: Path):
+    # bar() moves from liba to libb. When the new liba NEEDs libb, the loader finds bar() in
+    # liba's dependency tree and a program linked against the old liba runs; when it does not,
+    # the program fails with "undefined symbol". The verdict must follow the loader both ways.
+    v1, loads, not_loaded = tmp_path / "v1", tmp_path / "loads", tmp_path / "not-loaded"
+    _gcc_lib(v1, "liba", "int foo(void) { return 1; }\nint bar(void) { return 2; }\n")
+    for d in (loads, not_loaded):
+        _gcc_lib(d, "libb", "int bar(void) { return 2; }\n")
+    _gcc_lib(loads, "liba", "int foo(void) { return 1; }\n", f"-L{loads}", "-lb")
+    _gcc_lib(not_loaded, "liba", "int foo(void) { return 1; }\n")
+    src = tmp_path / "main.c"
+    src.write_text('#include <stdio.h>\nint bar(void);\nint main(void) { printf("%d\\n", bar()); return 0; }\n')
+    exe = tmp_path / "main"
+    subprocess.run(["gcc", "-O0", "-o", str(exe), str(src), f"-L{v1}", "-la"], check=True, capture_output=True)
+    assert _run(exe, v1)[:2] == (0, "2\n")
+    assert _run(exe, loads)[:2] == (0, "2\n")  # the loader binds bar() in libb
+    rc, _out, err = _run(exe, not_loaded)
+    assert rc != 0 and "undefined symbol: bar" in err
+
+    doc = diff_paths(v1, loads, python_api="off", torch_ops="off", parallel=False)
+    kinds = {(f.kind, f.symbol): f for f in doc.findings}
+    assert ("symbol_removed", "bar") not in kinds, [f.to_dict() for f in doc.findings]
+    moved = kinds[("symbol_moved", "bar")]
+    assert moved.required_bump == "none" and moved.new == "libb.so", moved.to_dict()
+    assert "libb.so, which liba.so loads" in moved.detail
+    assert doc.required_bump == "minor"  # libb.so is new; nothing breaks
+
+    doc = diff_paths(v1, not_loaded, python_api="off", torch_ops="off", parallel=False)
+    kinds = {(f.kind, f.symbol): f for f in doc.findings}
+    assert kinds[("symbol_removed", "bar")].required_bump == "major"
+    assert ("symbol_moved", "bar") not in kinds
+    assert doc.required_bump == "major"
