@@ -190,6 +190,19 @@ def record_from_collection_error(nodeid: str, text: str) -> TestRecord:
     )
 
 
+def record_from_collection_skip(nodeid: str, longrepr: Any) -> TestRecord:
+    """A file skipped as a whole while it was collected (``pytest.importorskip`` or
+    ``pytest.skip(allow_module_level=True)`` at module level): none of its tests exist to be
+    recorded, so the file is, and a run whose every file was skipped is ``skipped``, not "no
+    tests were collected"."""
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    return TestRecord(
+        nodeid=nodeid or "<collection>",
+        outcome="skipped",
+        message="the whole file was skipped while it was collected: " + text.removeprefix("Skipped: "),
+    )
+
+
 def records_without_result(
     collected: Sequence[str], recorded: set[str], why: str, *, after_all: str | None = None
 ) -> list[TestRecord]:

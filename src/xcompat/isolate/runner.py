@@ -32,6 +32,7 @@ from xcompat.isolate.classify import (
     died_in_a_test,
     failed_outside_tests,
     record_from_collection_error,
+    record_from_collection_skip,
     record_from_death,
     record_from_reports,
     record_over_time,
@@ -130,7 +131,12 @@ class IsolatedRunner:
             self.interrupted = True
 
     def pytest_collectreport(self, report: Any) -> None:
-        if os.getpid() != self._parent or not report.failed:
+        if os.getpid() != self._parent:
+            return
+        if report.skipped:
+            self._store(record_from_collection_skip(report.nodeid, report.longrepr))
+            return
+        if not report.failed:
             return
         record = record_from_collection_error(report.nodeid, str(report.longreprtext or ""))
         self.collection_errors.append(record)

@@ -74,3 +74,32 @@ def test_the_runner_extra_brings_pytest_and_every_install_set_that_runs_tests_in
     assert "xcompat[runner]" in extras["testing"]
     assert "runner" in extras["all"][0]
 
+
+
+def test_a_file_skipped_while_collected_is_recorded_and_is_not_no_tests_collected(tmp_path):
+    # pytest.importorskip at module level skips the whole file before any test exists. It used
+    # to leave no record (pytest said "2 skipped", xcompat "1 tests"), and a run of only such
+    # files ended with "no tests were collected ... check the paths" (exit 2, no result).
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_optional.py").write_text(
+        "import pytest\n\nnope = pytest.importorskip('module_that_is_not_installed')\n\n\ndef test_a():\n    pass\n"
+    )
+    (tests / "test_plain.py").write_text("def test_b():\n    pass\n")
+    for isolation in ("file", "test", "none"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--no-warm-torch", "--",
+                                                *LEAN_PYTEST], json_out=tmp_path / f"{isolation}.json", timeout=120)
+        assert proc.returncode == 0, (isolation, proc.stderr[-1500:])
+        records = {t["nodeid"]: t for t in doc["tests"]}
+        skipped = records["tests/test_optional.py"]
+        assert skipped["outcome"] == "skipped", skipped
+        assert "could not import 'module_that_is_not_installed'" in skipped["message"]
+        assert records["tests/test_plain.py::test_b"]["outcome"] == "passed"
+        assert doc["counts"]["skipped"] == 1 and doc["status"] == "passed", doc["counts"]
+
+    only = tests / "test_optional.py"
+    proc, doc = run_xcompat_test(tmp_path, [str(only), "--isolate", "file", "--no-warm-torch", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "only.json", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert "no tests were collected" not in proc.stderr
+    assert doc["status"] == "skipped" and [t["outcome"] for t in doc["tests"]] == ["skipped"]
