@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xcompat.errors import InputError
-from xcompat.results.status import STAGE_STATUSES
+from xcompat.results.status import STAGE_STATUSES, severity
 
 RESULT_VERSION = 1
 # Kinds written per cell by the stages; everything else with an envelope is shown generically.
@@ -66,5 +66,34 @@ def parse_envelope(document: Any, source: str) -> StageResult:
     summary = document.get("summary", "")
     if not isinstance(summary, str):
         raise InputError("$.summary: expected a string", file=source)
-    return StageResult(kind=kind, cell_id=cell_id, status=status, summary=" ".join(summary.split()),
-                       source=source, data=document)
+    summary = " ".join(summary.split())
+    found = _status_of_items(kind, document)
+    if found is not None and severity(found) > severity(status):
+        # The items decide: a result whose status says more than its own tests or kernels do
+        # (a stage's bug, or a bundle edited by hand) is never greener than they are.
+        summary = f"its status says {status}, but its {_ITEMS[kind]} say {found}" + (f"; {summary}" if summary else "")
+        status = found
+    return StageResult(kind=kind, cell_id=cell_id, status=status, summary=summary, source=source, data=document)
+
+
+_ITEMS = {"test": "tests", "kernels": "kernels"}
+
+
+def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
+    """The status a ``test`` or ``kernels`` result's own items give (as ``xcompat test`` and
+    ``xcompat kernels`` derive it), or None when there is nothing to derive it from. Items
+    that are not well-formed are left to ``xcompat.results.kinds``, which names them."""
+    items = document.get(_ITEMS.get(kind, ""))
+    if not isinstance(items, list):
+        return None
+    key = "outcome" if kind == "test" else "status"
+    seen = {item.get(key) for item in items if isinstance(item, dict)}
+    if kind == "test":
+        if seen & {"crashed", "timeout"}:
+            return "crashed"
+        if seen & {"failed", "error", "leaked"}:
+            return "failed"
+        return "skipped" if not items or seen <= {"skipped"} else None
+    if "crashed" in seen:
+        return "crashed"
+    return "failed" if "failed" in seen else None
