@@ -76,13 +76,17 @@ def parse_envelope(document: Any, source: str) -> StageResult:
     return StageResult(kind=kind, cell_id=cell_id, status=status, summary=summary, source=source, data=document)
 
 
-_ITEMS = {"test": "tests", "kernels": "kernels"}
+_ITEMS = {"test": "tests", "kernels": "kernels", "abi": "gating findings"}
 
 
 def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
     """The status a ``test`` or ``kernels`` result's own items give (as ``xcompat test`` and
-    ``xcompat kernels`` derive it), or None when there is nothing to derive it from. Items
-    that are not well-formed are left to ``xcompat.results.kinds``, which names them."""
+    ``xcompat kernels`` derive it), or an ``abi`` result's count of gating findings; None when
+    there is nothing to derive it from. Items that are not well-formed are left to
+    ``xcompat.results.kinds``, which names them."""
+    if kind == "abi":
+        gating = document.get("gating")
+        return "failed" if isinstance(gating, int) and not isinstance(gating, bool) and gating > 0 else None
     items = document.get(_ITEMS.get(kind, ""))
     if not isinstance(items, list):
         return None

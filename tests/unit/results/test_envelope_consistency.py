@@ -47,6 +47,14 @@ def test_kernels_that_failed_make_the_stage_fail():
     assert parse_envelope(fine, "kernels.json").status == "fallback"
 
 
+def test_an_abi_result_with_gating_findings_is_failed():
+    doc = stage_result("abi", None, "passed", gating=3, required_bump="major")
+    result = parse_envelope(doc, "abi.json")
+    assert result.status == "failed" and "its gating findings say failed" in result.summary
+    assert parse_envelope(stage_result("abi", None, "passed", gating=0), "abi.json").status == "passed"
+    assert parse_envelope(stage_result("abi", None, "passed", gating=True), "abi.json").status == "passed"
+
+
 def test_the_report_and_the_verdict_are_red_for_a_test_result_that_claims_passed():
     # found by editing a real result: the report said SUCCESS while listing the failed test
     cell = make_cell()
