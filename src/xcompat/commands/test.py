@@ -167,6 +167,14 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.settings import defaults
 
     pytest_args = list(args.pytest_args or [])
+    from xcompat.errors import UsageError
+    from xcompat.settings.pytest_options import not_running_option
+
+    refused = not_running_option(pytest_args)
+    if refused is not None:
+        _index, option, instead = refused
+        raise UsageError(f"pytest option {option} makes pytest {instead}; xcompat test would report a run that "
+                         "tested nothing", hint=f"remove {option} from the arguments after -- or from tests.pytest-args")
     isolation = args.isolate if args.isolate is not None else defaults()["tests.isolation"]
     timeout = args.timeout if args.timeout is not None else float(defaults()["tests.timeout"])
     options = RunOptions(

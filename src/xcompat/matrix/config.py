@@ -404,6 +404,13 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
 
     t = doc.get("tests", {})
     kernels = t.get("kernels", D.DEFAULT_KERNELS)
+    from xcompat.settings.pytest_options import not_running_option
+
+    refused = not_running_option(t.get("pytest-args", ()))
+    if refused is not None:
+        index, option, instead = refused
+        raise chk.fail(("tests", "pytest-args", index), f"{option} makes pytest {instead}",
+                       "remove it: xcompat test runs the tests itself")
     tests = TestSettings(
         kernels="all" if kernels == "all" else () if kernels == "none" else tuple(kernels),
         pytest_paths=tuple(t.get("pytest", D.DEFAULT_PYTEST_PATHS)),

@@ -103,3 +103,16 @@ def test_a_file_skipped_while_collected_is_recorded_and_is_not_no_tests_collecte
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert "no tests were collected" not in proc.stderr
     assert doc["status"] == "skipped" and [t["outcome"] for t in doc["tests"]] == ["skipped"]
+
+
+def test_pytest_options_that_run_no_test_are_refused(tmp_path):
+    # --setup-only used to give "2 passed" with no test body run; --co "no tests were collected"
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    assert False\n")
+    for option in ("--setup-only", "--setup-plan", "--co"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--no-warm-torch", "--", *LEAN_PYTEST, option],
+                                     json_out=tmp_path / "r.json", timeout=120)
+        assert proc.returncode == 2, (option, proc.returncode, proc.stderr[-800:])
+        assert f"pytest option {option} makes pytest" in proc.stderr
+        assert "Traceback" not in proc.stderr and doc is None

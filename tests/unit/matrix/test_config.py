@@ -81,6 +81,10 @@ def test_expired_uses_the_given_day():
             "include:\n  - {python: '3.12', platform: linux, arch: x86_64, backend: cpu, toolkit: '12.8'}\n",
             "backend 'cpu' has no toolkit",
         ),
+        # pytest options that run no test: the run would pass (or find "no tests") having tested nothing
+        ("tests:\n  pytest-args: ['-q', '--setup-only']\n", "$.tests.pytest-args[1]: --setup-only makes pytest set up"),
+        ("tests:\n  pytest-args: ['--collect-only']\n", "--collect-only makes pytest list the tests"),
+        ("tests:\n  pytest-args: ['--fixtures=x']\n", "--fixtures makes pytest list the fixtures"),
     ],
 )
 def test_cross_field_errors(extra, message):
@@ -103,3 +107,20 @@ def test_backend_runs_on_key_must_be_configured():
     )
     with pytest.raises(InputError, match="did you mean 'linux-x86_64'"):
         load_matrix(text.encode())
+
+
+def test_pytest_args_that_run_tests_are_kept():
+    m = load_matrix(matrix_text(extra="tests:\n  pytest-args: ['--setup-show', '-k', '-h', '-rfE', '-xkhigh']\n").encode())
+    assert m.tests.pytest_args == ("--setup-show", "-k", "-h", "-rfE", "-xkhigh")
+
+
+@pytest.mark.parametrize(("args", "found"), [
+    (["-qV"], (0, "-V")), (["-x", "-vh"], (1, "-h")), (["-k", "x", "--help"], (2, "--help")),
+    (["--co"], (0, "--co")), (["--version=1"], (0, "--version")),
+    (["-k", "-h"], None), (["-khigh"], None), (["-p", "no:cacheprovider", "-rh"], None), ([], None),
+])
+def test_not_running_options_are_found_where_pytest_would_read_them(args, found):
+    from xcompat.settings.pytest_options import not_running_option
+
+    got = not_running_option(args)
+    assert (got[:2] if got else None) == found
