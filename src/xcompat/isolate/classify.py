@@ -104,7 +104,7 @@ def record_over_time(record: TestRecord, *, timeout_s: float, traceback: str = "
     dump's grace, or with ``--isolate none``, where nothing stops it): a timeout all the same,
     so the verdict does not depend on how quickly the watchdog acted."""
     message = f"timed out after {timeout_s:g}s; it ended at {record.duration_s:.2f}s, {why}"
-    if record.outcome not in ("passed", "skipped", "xfailed", "xpassed", "leaked"):
+    if record.outcome not in ("passed", "skipped", "xfailed", "xpassed"):
         message = f"{message}; it also {record.outcome}: {record.message}"
     return replace(
         record,

@@ -74,5 +74,7 @@ def test_record_over_time_keeps_a_failure_and_the_dump():
     assert "it also failed: assert 1 == 2" in record.message
     assert record.crash == Crash(traceback="Thread 0x1 (most recent call first):")
     assert "E  assert 1 == 2" in record.longrepr
+    leaked = TestRecord(nodeid="t.py::c", outcome="leaked", duration_s=2.0, message="host memory grew 3 MiB")
+    assert "it also leaked: host memory grew 3 MiB" in record_over_time(leaked, timeout_s=1.0, why="x").message
     passed = TestRecord(nodeid="t.py::b", outcome="passed", duration_s=2.0)
     assert "also" not in record_over_time(passed, timeout_s=1.0, why="x").message
