@@ -58,22 +58,39 @@ def run_job(script: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.
                           check=False)
 
 
-INSTALL = re.compile(r'^"\$XCOMPAT_VENV/bin/python" -I -m pip install --quiet "xcompat(\[(?P<extras>[^\]]*)\])? @ '
-                     r'\$\{XCOMPAT_INSTALL_SOURCE:-git\+\$CI_SERVER_URL/org/xcompat-action\.git@\$XCOMPAT_COMPONENT_SHA\}"$')
+SOURCE = "${XCOMPAT_INSTALL_SOURCE:-git+$CI_SERVER_URL/org/xcompat-action.git@$XCOMPAT_COMPONENT_SHA}"
+LOCKED = '"$XCOMPAT_VENV/bin/python" -I -m pip install --quiet --require-hashes --no-deps -r "$XCOMPAT_SRC/locks/action.txt"'
+ITSELF = '"$XCOMPAT_VENV/bin/python" -I -m pip install --quiet --no-deps --no-build-isolation "$XCOMPAT_SRC"'
+EXTRAS = re.compile(r'^extras="(?P<extras>[^"]*)"; if \[ -n "\$extras" \]; then "\$XCOMPAT_VENV/bin/python" -I -m pip '
+                    r'install --quiet --no-build-isolation "\$XCOMPAT_SRC\[\$extras\]"; fi$')
+
+
+INSTALL_STEPS = ('XCOMPAT_VENV="${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID"', 'src="', '"$XCOMPAT_VENV/bin/python" -I -m pip install',
+                 'extras="')
 
 
 def installed_extras(script: list[str]) -> str:
-    """The extras a job's pip line installs; the source is always the component's own project."""
-    [line] = [line for line in script if line.startswith('"$XCOMPAT_VENV/bin/python" -I -m pip install')]
-    match = INSTALL.match(line)
+    """The extras a job installs. Every job installs the same way: the component's own project
+    cloned at the component's commit, its dependencies from the hashed lock with no resolver,
+    then xcompat with --no-deps; only an extra the lock leaves open is resolved after that."""
+    lines = "\n".join(item for item in script if item.startswith(INSTALL_STEPS)).splitlines()
+    clone = [line for line in lines if "git clone" in line]
+    assert len(clone) == 1 and "${src%@*}" in clone[0], clone
+    assert any(SOURCE in line for line in lines), "not installed from the component's own project"
+    assert lines.count(LOCKED) == 1 and lines.count(ITSELF) == 1, "\n".join(lines)
+    assert lines.index(LOCKED) < lines.index(ITSELF)
+    pips = [line for line in lines if "-m pip install" in line and line not in (LOCKED, ITSELF)]
+    if not pips:
+        return ""
+    [line] = pips
+    match = EXTRAS.match(line)
     assert match, f"unexpected install line: {line}"
-    return match.group("extras") or ""
+    return match.group("extras")
 
 
 def without_install(script: list[str]) -> list[str]:
-    # The jobs pip-install xcompat from PyPI; here the checkout's own xcompat is on PATH instead.
-    return [line for line in script if not line.startswith(('XCOMPAT_VENV="${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID"',
-                                                            '"$XCOMPAT_VENV/bin/python" -I -m pip install'))]
+    # The jobs install xcompat from the component's project; here the checkout's own is on PATH.
+    return [line for line in script if not line.startswith(INSTALL_STEPS)]
 
 
 @pytest.fixture
@@ -110,6 +127,12 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     child = yaml.safe_load((out / "child.yml").read_text())
     cells = json.loads((out / "plan-gitlab.json").read_text())["parallel"]["matrix"]
     assert len(child["xcompat:build"]["parallel"]["matrix"]) == len(plan["cells"]) == len(cells)
+    # Every job removes its own venv, whatever its outcome: a shell runner keeps /tmp between jobs.
+    drop = ['rm -rf "${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID"']
+    venv_line = 'XCOMPAT_VENV="${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID" && python3 -I -m venv "$XCOMPAT_VENV"'
+    for name, job in [("xcompat:plan", plan_job), *((n, j) for n, j in child.items() if n.startswith("xcompat:"))]:
+        assert job["after_script"] == drop, name
+        assert job["script"][0] == venv_line, name
 
     # The child pipeline: the trigger job's variables reach it, plus the cell's matrix variables.
     venv = tmp_path / "venv"  # the job's venv: its bin/ holds the recorders (git stands in for the fetch)
