@@ -211,6 +211,8 @@ class IsolatedRunner:
                 # nothing can stop a test in this process, but its limit holds as in the others
                 record = record_over_time(record, timeout_s=self.timeout_s, why="not stopped: --isolate none cannot stop a test")
                 self._report_error(session.config, running, record.message, "", when="teardown")
+            elif record.outcome == "leaked":
+                self._report_error(session.config, running, f"leaked: {record.message}", "", when="teardown")
             self._store(record)
             if session.shouldstop:
                 break
@@ -261,6 +263,8 @@ class IsolatedRunner:
                 process.kill_at = None
                 process.crash_start = os.path.getsize(process.crash_path) if os.path.exists(process.crash_path) else 0
                 self._report_error(config, current, record.message, "", when="teardown")
+            elif record.outcome == "leaked":
+                self._report_error(config, current, f"leaked: {record.message}", "", when="teardown")
             self._store(record)
             config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=current.location)
             process.finished.add(nodeid)
@@ -370,8 +374,8 @@ class IsolatedRunner:
     ) -> None:
         """Show in pytest's own output (the terminal summary and ``--junitxml``) what the
         verdict counts and pytest never saw: a test whose process failed outside it (an error
-        at ``setup``: ``test`` is its item), or one that ran past its timeout but ended
-        (``teardown``, after its own reports: ``test`` is its running test or item)."""
+        at ``setup``: ``test`` is its item), or one that ran past its timeout but ended, or
+        passed and leaked (``teardown``, after its own reports: ``test`` is its running test)."""
         from _pytest.reports import TestReport
 
         keywords: Any = test.keywords if isinstance(test, RunningTest) else dict.fromkeys(test.keywords, 1)

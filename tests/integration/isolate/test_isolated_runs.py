@@ -118,6 +118,25 @@ def test_leaks_are_told_apart(per_test_run) -> None:
     assert tests["test_marked_leak"]["leaks"][0]["repeats"] == 3  # the marker's own setting
 
 
+def test_a_leak_is_an_error_in_pytest_summary_too(tmp_path) -> None:
+    # pytest saw the leaking test pass; its summary said "3 passed" while the verdict said leaked
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_mem.py").write_text(
+        "LEAK = []\n\n\ndef test_leaks():\n    LEAK.append(bytearray(4 * 1024 * 1024))\n\n\n"
+        "def test_fine():\n    x = bytearray(8 * 1024 * 1024)\n    del x\n"
+    )
+    for isolation in ("test", "none"):
+        proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", isolation, "--leaks", "host",
+                                                "--no-warm-torch", "--", *LEAN_PYTEST],
+                                     json_out=tmp_path / f"{isolation}.json", timeout=120)
+        assert proc.returncode == 1, (isolation, proc.stderr[-1500:])
+        assert by_name(doc)["test_leaks"]["outcome"] == "leaked"
+        assert by_name(doc)["test_fine"]["outcome"] == "passed"
+        assert "2 passed, 1 error" in proc.stdout, (isolation, proc.stdout[-1200:])
+        assert "leaked: host memory grew" in proc.stdout
+
+
 def test_failure_details_and_skip_reasons(per_test_run) -> None:
     _, doc, _ = per_test_run
     tests = by_name(doc)
