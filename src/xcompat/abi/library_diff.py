@@ -135,6 +135,7 @@ def diff_libraries(
         c.add("library_added", key, None, f"{key} is new ({len(lib.exports)} exported symbols)")
     shipped = {unhashed_name(k.rpartition("/")[2]) for k in new_libs} | {unhashed_name(k.rpartition("/")[2]) for k in old_libs}
     first_of: dict[tuple, LibraryPair] = {}
+    provider = loaded_provider(new_libs) if len(new_libs) > 1 else None  # one index of the build for every pair
     for p in pairs:
         # a copy of a library already compared (the same interface on both sides) adds nothing
         sig = (p.old_key.rpartition("/")[0], p.old.soname, p.new.soname, len(p.old.exports), len(p.new.exports))
@@ -143,7 +144,7 @@ def diff_libraries(
             c.filtered["library-copy"] += 1
             continue
         first_of.setdefault(sig, p)
-        _diff_library(p, c, ctx, shipped, new_libs)
+        _diff_library(p, c, ctx, shipped, provider)
     return pairs
 
 
@@ -209,7 +210,8 @@ def _needed_changes(a: LibraryInterface, b: LibraryInterface, shipped: set[str])
 
 
 def _diff_library(
-    p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str], new_libs: dict[str, LibraryInterface]
+    p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str],
+    provider: Callable[[LibraryInterface, str], str | None] | None,
 ) -> None:
     key, a, b = p.new_key, p.old, p.new
     grafted = noise.is_grafted(key)
@@ -250,9 +252,8 @@ def _diff_library(
     declared = ctx.extension_exports
     if declared is None:
         declared = noise.default_extension_exports(key)
-    provider = loaded_provider(new_libs) if b.needed and len(new_libs) > 1 else None
     diff_symbols(key, a, b, c, extension_exports=declared,
-                 moved=(lambda sym: provider(b, sym)) if provider is not None else None)
+                 moved=(lambda sym: provider(b, sym)) if provider is not None and b.needed else None)
 
 
 def diff_symbols(

@@ -11,6 +11,12 @@ from typing import Any
 from xcompat.isolate.outcomes import Crash, LeakReport, TestRecord, signal_name
 
 
+def skip_reason(longrepr: Any) -> str:
+    """The reason of a skip report: pytest gives ``(path, line, "Skipped: reason")``."""
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    return text.removeprefix("Skipped: ")
+
+
 def record_from_reports(
     nodeid: str,
     reports: Sequence[Any],
@@ -39,9 +45,7 @@ def record_from_reports(
                 outcome, message = "xfailed", str(wasxfail)
             else:
                 outcome = "skipped"
-                lr = rep.longrepr
-                message = str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr or "")
-                message = message.removeprefix("Skipped: ")
+                message = skip_reason(rep.longrepr)
         elif rep.passed and rep.when == "call" and wasxfail is not None and outcome == "passed":
             outcome, message = "xpassed", str(wasxfail)
     leaked = [leak for leak in leaks if leak.leaked]
@@ -195,11 +199,10 @@ def record_from_collection_skip(nodeid: str, longrepr: Any) -> TestRecord:
     ``pytest.skip(allow_module_level=True)`` at module level): none of its tests exist to be
     recorded, so the file is, and a run whose every file was skipped is ``skipped``, not "no
     tests were collected"."""
-    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
     return TestRecord(
         nodeid=nodeid or "<collection>",
         outcome="skipped",
-        message="the whole file was skipped while it was collected: " + text.removeprefix("Skipped: "),
+        message="the whole file was skipped while it was collected: " + skip_reason(longrepr),
     )
 
 
