@@ -148,33 +148,38 @@ def diff_libraries(
     return pairs
 
 
-def loaded_provider(new_libs: dict[str, LibraryInterface]) -> Callable[[LibraryInterface, str], str | None]:
-    """``provider(lib, key)``: the library of the same build that now exports the symbol
+Provider = Callable[[LibraryInterface, str, int | None], str | None]
+
+
+def loaded_provider(new_libs: dict[str, LibraryInterface]) -> Provider:
+    """``provider(lib, key, size)``: the library of the same build that now exports the symbol
     ``key`` (``name`` or ``name@VERSION``) which ``lib`` no longer does, and that ``lib``
     loads, following its NEEDED entries through the build's libraries (by SONAME, file name,
     or auditwheel's hashed name); None when there is none. The loader looks a reference up in
     the whole dependency tree of the object that needs it, so a program linked against the old
-    ``lib`` still binds the symbol there."""
+    ``lib`` still binds the symbol there. For a data object, ``size`` is its old size: one that
+    moved and changed size breaks copy relocations, so it does not count as moved."""
     by_name: dict[str, str] = {}
     for k, lib in sorted(new_libs.items()):
         base = k.rpartition("/")[2]
         for n in (lib.soname, base, unhashed_name(lib.soname or ""), unhashed_name(base)):
             if n:
                 by_name.setdefault(n, k)
-    bases: dict[str, set[str]] = {}
+    bases: dict[str, dict[str, tuple[str, int]]] = {}
 
-    def exports_key(k: str, key: str) -> bool:
+    def export_of(k: str, key: str) -> tuple[str, int] | None:
         lib = new_libs[k]
         if key in lib.exports:
-            return True
+            return lib.exports[key]
         if "@" in key:
-            return False
+            return None
         # an unversioned reference binds to the default (not hidden) version of the name
         if k not in bases:
-            bases[k] = {e.partition("@")[0] for e in lib.exports if "@" in e and e not in lib.hidden_versions}
-        return key in bases[k]
+            bases[k] = {e.partition("@")[0]: v for e, v in lib.exports.items()
+                        if "@" in e and e not in lib.hidden_versions}
+        return bases[k].get(key)
 
-    def provider(lib: LibraryInterface, key: str) -> str | None:
+    def provider(lib: LibraryInterface, key: str, size: int | None) -> str | None:
         seen: set[str] = set()
         queue = list(lib.needed)
         while queue:
@@ -183,7 +188,8 @@ def loaded_provider(new_libs: dict[str, LibraryInterface]) -> Callable[[LibraryI
             if k is None or k in seen:
                 continue
             seen.add(k)
-            if new_libs[k] is not lib and exports_key(k, key):
+            found = export_of(k, key) if new_libs[k] is not lib else None
+            if found is not None and (size is None or found[1] == size):
                 return k
             queue.extend(new_libs[k].needed)
         return None
@@ -211,7 +217,7 @@ def _needed_changes(a: LibraryInterface, b: LibraryInterface, shipped: set[str])
 
 def _diff_library(
     p: LibraryPair, c: Collector, ctx: LibraryContext, shipped: set[str],
-    provider: Callable[[LibraryInterface, str], str | None] | None,
+    provider: Provider | None,
 ) -> None:
     key, a, b = p.new_key, p.old, p.new
     grafted = noise.is_grafted(key)
@@ -253,15 +259,15 @@ def _diff_library(
     if declared is None:
         declared = noise.default_extension_exports(key)
     diff_symbols(key, a, b, c, extension_exports=declared,
-                 moved=(lambda sym: provider(b, sym)) if provider is not None and b.needed else None)
+                 moved=(lambda sym, size: provider(b, sym, size)) if provider is not None and b.needed else None)
 
 
 def diff_symbols(
     key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, *, extension_exports: tuple[str, ...] = (),
-    moved: Callable[[str], str | None] | None = None,
+    moved: Callable[[str, int | None], str | None] | None = None,
 ) -> None:
     """Symbol findings for one library pair, decided by what the loader would bind.
-    ``moved(key)`` names the library of the build that now exports a symbol ``b`` lost and
+    ``moved(key, size)`` names the library of the build that now exports a symbol ``b`` lost and
     that ``b`` loads (see :func:`loaded_provider`)."""
     extension = a.is_python_extension or b.is_python_extension
     names = changed_names(a, b)
@@ -308,7 +314,7 @@ def _origins(lib: LibraryInterface) -> Callable[[str], str | None] | None:
 def _binding_findings(
     key: str, a: LibraryInterface, b: LibraryInterface, c: Collector, defs: tuple[dict, dict], extension: bool,
     declared: tuple[str, ...], classes: Callable[[list[str]], bool], origin: Callable[[str], str | None] | None,
-    moved: Callable[[str], str | None] | None = None,
+    moved: Callable[[str, int | None], str | None] | None = None,
 ) -> None:
     for ch in compare_bindings(a, b, defs=defs):
         old = ch.old
@@ -342,7 +348,7 @@ def _binding_findings(
             c.add("symbol_removed", key, sym,
                   f"{sym} is only exported at hidden versions now: unversioned references and dlsym() no longer find it")
         else:
-            where = moved(sym) if moved is not None else None
+            where = moved(sym, old.size if old.type_char in "oOtTu" else None) if moved is not None else None
             if where is not None:
                 lib = key.rpartition("/")[2]
                 c.add("symbol_moved", key, sym,

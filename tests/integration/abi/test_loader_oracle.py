@@ -430,3 +430,28 @@ def test_a_symbol_moved_to_a_library_it_loads_binds_and_is_not_a_break(tmp_path:
     assert kinds[("symbol_removed", "bar")].required_bump == "major"
     assert ("symbol_moved", "bar") not in kinds
     assert doc.required_bump == "major"
+
+
+def test_a_data_object_that_moved_and_grew_is_still_a_break(tmp_path: Path):
+    # A program that copy-relocated the 16-byte table from the old liba gets glibc's size
+    # warning when the table comes from libb at 32 bytes; moved at the same size, it is silent.
+    v1, same, grown = tmp_path / "v1", tmp_path / "same", tmp_path / "grown"
+    _gcc_lib(v1, "liba", "int table[4] = {1, 2, 3, 4};\nint foo(void) { return 1; }\n")
+    _gcc_lib(same, "libb", "int table[4] = {1, 2, 3, 4};\n")
+    _gcc_lib(grown, "libb", "int table[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n")
+    for d in (same, grown):
+        _gcc_lib(d, "liba", "int foo(void) { return 1; }\n", f"-L{d}", "-lb")
+    src = tmp_path / "main.c"
+    src.write_text('#include <stdio.h>\nextern int table[4];\nint main(void) { printf("%d\\n", table[3]); return 0; }\n')
+    exe = tmp_path / "main"
+    subprocess.run(["gcc", "-O0", "-no-pie", "-o", str(exe), str(src), f"-L{v1}", "-la"], check=True,
+                   capture_output=True)
+    assert "different size in shared object" not in _run(exe, same)[2]
+    assert "different size in shared object" in _run(exe, grown)[2]
+
+    kinds = {(f.kind, f.symbol): f.required_bump
+             for f in diff_paths(v1, same, python_api="off", torch_ops="off", parallel=False).findings}
+    assert kinds.get(("symbol_moved", "table")) == "none" and ("symbol_removed", "table") not in kinds, kinds
+    kinds = {(f.kind, f.symbol): f.required_bump
+             for f in diff_paths(v1, grown, python_api="off", torch_ops="off", parallel=False).findings}
+    assert kinds.get(("symbol_removed", "table")) == "major" and ("symbol_moved", "table") not in kinds, kinds
