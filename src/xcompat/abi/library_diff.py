@@ -348,8 +348,14 @@ def _binding_findings(
             c.add("symbol_removed", key, sym,
                   f"{sym} is only exported at hidden versions now: unversioned references and dlsym() no longer find it")
         else:
-            where = moved(sym, old.size if old.type_char in "oOtTu" else None) if moved is not None else None
-            if where is not None:
+            size = old.size if old.type_char in "oOtTu" else None
+            where = moved(sym, size) if moved is not None else None
+            resized = moved(sym, None) if moved is not None and where is None and size is not None else None
+            if resized is not None:
+                c.add("symbol_removed", key, sym,
+                      f"{sym} is no longer exported here; {resized} exports it at another size than {size} bytes, "
+                      "which breaks programs that copy-relocated it")
+            elif where is not None:
                 lib = key.rpartition("/")[2]
                 c.add("symbol_moved", key, sym,
                       f"{sym} is now exported by {where}, which {lib} loads: programs linked against the old "
