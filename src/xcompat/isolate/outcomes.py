@@ -1,7 +1,7 @@
 """Typed results of an isolated test run: one ``TestRecord`` per test, one ``RunResult`` per run.
 
 The outcome vocabulary is closed (``OUTCOMES``); which outcomes fail a run is data
-(``FAILING_OUTCOMES``), and so is the mapping from a run's worst outcome to the common
+(``xcompat.results.status.FAILING_OUTCOMES``), and so is the mapping from a run's worst outcome to the common
 stage status that the report and the release gate read.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from xcompat.results.status import FAILING_OUTCOMES, test_stage_status
 
 Outcome = Literal[
     "passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout", "leaked"
@@ -25,10 +27,8 @@ OUTCOMES: tuple[Outcome, ...] = (
     "timeout",
     "leaked",
 )
-# Any of these makes ``xcompat test`` exit 1.
-FAILING_OUTCOMES: frozenset[str] = frozenset({"failed", "error", "crashed", "timeout", "leaked"})
-# Outcomes that make the stage status "crashed" rather than "failed".
-CRASH_OUTCOMES: frozenset[str] = frozenset({"crashed", "timeout"})
+# Any of FAILING_OUTCOMES makes ``xcompat test`` exit 1; the stage status comes from
+# ``xcompat.results.status.test_stage_status``, the rule the results readers check it by.
 
 Isolation = Literal["none", "file", "test"]
 LeakKind = Literal["host", "device"]
@@ -168,14 +168,7 @@ class RunResult:
     @property
     def status(self) -> str:
         """The common stage status: crashed > failed > skipped (nothing ran) > passed."""
-        outcomes = {r.outcome for r in self.records}
-        if outcomes & CRASH_OUTCOMES:
-            return "crashed"
-        if outcomes & FAILING_OUTCOMES:
-            return "failed"
-        if self.records and outcomes <= {"skipped"}:
-            return "skipped"
-        return "passed"
+        return test_stage_status(r.outcome for r in self.records)
 
     def summary(self) -> str:
         counts = self.counts()

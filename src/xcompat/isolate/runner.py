@@ -210,9 +210,7 @@ class IsolatedRunner:
             if self.timeout_s and record.duration_s > self.timeout_s:
                 # nothing can stop a test in this process, but its limit holds as in the others
                 record = record_over_time(record, timeout_s=self.timeout_s, why="not stopped: --isolate none cannot stop a test")
-                self._report_error(session.config, running, record.message, "", when="teardown")
-            elif record.outcome == "leaked":
-                self._report_error(session.config, running, f"leaked: {record.message}", "", when="teardown")
+            self._report_verdict_only(session.config, running, record)
             self._store(record)
             if session.shouldstop:
                 break
@@ -262,9 +260,7 @@ class IsolatedRunner:
                 process.timed_out = False
                 process.kill_at = None
                 process.crash_start = os.path.getsize(process.crash_path) if os.path.exists(process.crash_path) else 0
-                self._report_error(config, current, record.message, "", when="teardown")
-            elif record.outcome == "leaked":
-                self._report_error(config, current, f"leaked: {record.message}", "", when="teardown")
+            self._report_verdict_only(config, current, record)
             self._store(record)
             config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=current.location)
             process.finished.add(nodeid)
@@ -368,6 +364,14 @@ class IsolatedRunner:
         )
         config.hook.pytest_runtest_logreport(report=report)
         config.hook.pytest_runtest_logfinish(nodeid=current.nodeid, location=current.location)
+
+    def _report_verdict_only(self, config: Any, running: RunningTest, record: TestRecord) -> None:
+        """A test pytest saw pass that the verdict does not count as passed (it ran over its
+        timeout, or leaked): an error at teardown in pytest's own output too."""
+        if record.outcome == "timeout":
+            self._report_error(config, running, record.message, "", when="teardown")
+        elif record.outcome == "leaked":
+            self._report_error(config, running, f"leaked: {record.message}", "", when="teardown")
 
     def _report_error(
         self, config: Any, test: Any, message: str, text: str, *, when: Literal["setup", "teardown"]

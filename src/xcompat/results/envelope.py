@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xcompat.errors import InputError
-from xcompat.results.status import STAGE_STATUSES, severity
+from xcompat.results.status import STAGE_STATUSES, severity, test_stage_status
 
 RESULT_VERSION = 1
 # Kinds written per cell by the stages; everything else with an envelope is shown generically.
@@ -93,11 +93,8 @@ def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
     key = "outcome" if kind == "test" else "status"
     seen = {item.get(key) for item in items if isinstance(item, dict)}
     if kind == "test":
-        if seen & {"crashed", "timeout"}:
-            return "crashed"
-        if seen & {"failed", "error", "leaked"}:
-            return "failed"
-        return "skipped" if not items or seen <= {"skipped"} else None
+        found = test_stage_status(o for o in seen if isinstance(o, str))
+        return None if found == "passed" else found
     if "crashed" in seen:
         return "crashed"
     return "failed" if "failed" in seen else None

@@ -21,6 +21,23 @@ STAGE_STATUSES: tuple[Status, ...] = ("passed", "failed", "crashed", "skipped", 
 SEVERITY: tuple[CellStatus, ...] = ("passed", "skipped", "fallback", "failed", "missing", "crashed")
 _RANK: dict[str, int] = {status: index for index, status in enumerate(SEVERITY)}
 
+# Test outcomes that fail a test stage, and those that make it "crashed" rather than "failed".
+FAILING_OUTCOMES: frozenset[str] = frozenset({"failed", "error", "crashed", "timeout", "leaked"})
+CRASH_OUTCOMES: frozenset[str] = frozenset({"crashed", "timeout"})
+
+
+def test_stage_status(outcomes: Iterable[str]) -> Status:
+    """A test stage's status from its tests' outcomes: crashed > failed > skipped (nothing
+    ran, or no test at all) > passed. ``xcompat test`` writes it; every reader checks it."""
+    seen = set(outcomes)
+    if seen & CRASH_OUTCOMES:
+        return "crashed"
+    if seen & FAILING_OUTCOMES:
+        return "failed"
+    if seen <= {"skipped"}:
+        return "skipped"
+    return "passed"
+
 
 def severity(status: str) -> int:
     """Rank of a status; an unknown one counts as failed."""
