@@ -47,6 +47,11 @@ class XcompatError(Exception):
         # Extra lines shown after the message (e.g. the tail of a build log).
         self.details = details or []
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled whole (message, hint, place), for a session process that hands its error
+        # to the parent (xcompat.isolate.supervised); subclasses' own __init__ is bypassed.
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
     def location(self) -> str:
         if self.file is None:
             return ""
@@ -63,6 +68,13 @@ class XcompatError(Exception):
         if self.hint:
             text += f" ({self.hint})"
         return text
+
+
+def _rebuild(cls: type[XcompatError], message: str, state: dict[str, object]) -> XcompatError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
 
 
 class UsageError(XcompatError):

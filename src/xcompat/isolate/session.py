@@ -80,10 +80,25 @@ def import_pytest() -> Any:
 
 
 def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunResult:
-    pytest = import_pytest()
+    import_pytest()
     env = os.environ if env is None else env
-    start = time.monotonic()
     _check_deep_tool(options.deep, env)
+    if options.isolation == "none":
+        from xcompat.isolate import supervised
+
+        if supervised.available():
+            # A test could end the in-process session (os._exit(0)): it runs in a child,
+            # and this process decides the verdict.
+            slot = resolve_slots(options.devices, env)[0]
+            return supervised.run_supervised(
+                lambda plugins: _run_session(options, env, plugins), device=slot.label,
+                isolation=options.isolation, timeout_s=options.timeout_s, cell_id=options.cell_id)
+    return _run_session(options, env)
+
+
+def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[Any] = ()) -> RunResult:
+    pytest = import_pytest()
+    start = time.monotonic()
     method = choose_start_method(options.start_method)
     isolation = options.isolation
     slots = resolve_slots(options.devices, env)
@@ -134,7 +149,7 @@ def run_tests(options: RunOptions, env: Mapping[str, str] | None = None) -> RunR
             warm_torch_after_collection=warm_torch_late,
         )
     try:
-        exit_code = int(pytest.main(args, plugins=[runner]))
+        exit_code = int(pytest.main(args, plugins=[runner, *plugins]))
         records = runner.results()
         collected = list(runner.collected)
         if getattr(runner, "late_warmup", None) is not None:

@@ -403,6 +403,11 @@ class Stages:
             kind = result.name if own is not None else "pipeline"
             status = {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(result.status, "failed")
             summary = result.detail or f"{result.name} {result.status}"
+            if own is not None and result.status == "passed":
+                # its command exited 0 but its result is not there: nothing says it passed
+                status = "failed"
+                summary = (f"its command exited 0 but wrote no {own}: the result is missing "
+                           "(something ended the process before it was written)")
             if kind == "pipeline":
                 summary = f"{result.name}: {summary}"
             cell = self.cell_id if kind in PER_CELL else None

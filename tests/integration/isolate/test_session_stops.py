@@ -4,6 +4,7 @@ never re-run for ever."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -128,3 +129,81 @@ def test_a_test_process_that_fails_outside_its_test_is_an_error_in_pytest_summar
         assert "2 passed, 1 error" in proc.stdout, (isolation, proc.stdout[-1500:])
         junit = (tmp_path / "junit.xml").read_text()
         assert 'errors="1"' in junit, junit[:600]
+
+
+def test_a_test_that_ends_the_in_process_session_is_never_green(tmp_path):
+    # --isolate none: the tests share one process. os._exit(0) there used to end xcompat itself
+    # with exit 0 and no result; a segfault ended it with no result either. The session now runs
+    # in a child of xcompat, which decides the verdict from what that child recorded.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    pass\n\n\ndef test_a_fails():\n    assert 1 == 2\n")
+    for name, body in (("exit0", "os._exit(0)"), ("segv", "ctypes.string_at(0)")):
+        (tests / f"test_b_{name}.py").write_text(
+            f"import ctypes, os\n\n\ndef test_b():\n    {body}\n\n\ndef test_b2():\n    pass\n")
+        (tests / "test_c.py").write_text("def test_c():\n    pass\n")
+        proc, doc = run_xcompat_test(tmp_path, [str(tests / "test_a.py"), str(tests / f"test_b_{name}.py"),
+                                                str(tests / "test_c.py"), "--isolate", "none", "--", *LEAN_PYTEST],
+                                     json_out=tmp_path / f"{name}.json", timeout=120)
+        assert proc.returncode == 1, (name, proc.returncode, proc.stderr[-2000:])
+        assert doc is not None and doc["status"] == "crashed", name
+        records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+        assert records["test_a"]["outcome"] == "passed" and records["test_a_fails"]["outcome"] == "failed"
+        assert records["test_b"]["outcome"] == "crashed", records
+        how = "exit code 0" if name == "exit0" else "killed by SIGSEGV"
+        assert how in records["test_b"]["message"], records["test_b"]
+        assert records["test_b2"]["outcome"] == "error" and records["test_c"]["outcome"] == "error"
+        assert "before this test ran" in records["test_c"]["message"]
+        assert f"crashed: {records['test_b']['nodeid']}" in proc.stderr
+
+
+def test_a_plugin_that_ends_the_in_process_session_after_the_tests_is_never_green(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text("import os\n\n\ndef pytest_sessionfinish(session):\n    os._exit(0)\n")
+    (tests / "test_a.py").write_text("def test_a():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "none", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    records = {t["nodeid"]: t for t in doc["tests"]}
+    assert records["<pytest session>"]["outcome"] == "crashed"
+    assert "outside any test" in records["<pytest session>"]["message"]
+    assert next(t for n, t in records.items() if n.endswith("test_a"))["outcome"] == "passed"
+
+
+def test_an_error_inside_the_in_process_session_keeps_its_exit_code_and_hint(tmp_path):
+    # raised in the session process, shown and exited on by the parent as before: exit 2, one line
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tmp_path / "tests"), "--isolate", "none", "--", *LEAN_PYTEST,
+                                            "-k", "nothing_matches"], json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert doc is None
+    assert "no tests were collected" in proc.stderr and "check the paths" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "single-file"])
+def test_coverage_run_still_measures_an_in_process_session(tmp_path, parallel):
+    # The supervised session ends by os._exit: it saves coverage.py's data itself (parallel
+    # mode), or runs in the measured process (single data file), never a silent 0%.
+    import subprocess
+    import sys
+
+    from tests.helpers.testing import xcompat_env
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("def f(x):\n    if x:\n        return 1\n    return 2\n")
+    (tmp_path / "test_p.py").write_text("import pkg\n\n\ndef test_f():\n    assert pkg.f(1) == 1\n")
+    env = xcompat_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    cov = [sys.executable, "-m", "coverage"]
+    run = subprocess.run([*cov, "run", *(["--parallel-mode"] if parallel else []), "--source=pkg", "-m", "xcompat",
+                          "test", "test_p.py", "--isolate", "none", "--", *LEAN_PYTEST],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if parallel:
+        subprocess.run([*cov, "combine", "-q"], cwd=tmp_path, env=env, check=True, timeout=60)
+    report = subprocess.run([*cov, "report"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+                            check=True)
+    assert "75%" in report.stdout.splitlines()[-1], report.stdout

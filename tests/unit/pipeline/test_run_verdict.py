@@ -128,7 +128,6 @@ def test_kernels_are_not_run_for_a_project_without_torch(tmp_path: Path):
 def test_a_failed_stage_without_its_own_result_turns_the_report_red(tmp_path: Path):
     stages = _stages(tmp_path, facts=ProjectFacts(name="ops", uses_torch=True, torch_evidence="deps"))
     stages.pipe.results.extend([
-        StageResult(name="build", status="passed"),
         StageResult(name="kernels", status="failed", detail="exit 1: ModuleNotFoundError: No module named 'torch'"),
         StageResult(name="test", status="failed", detail="exit 2: no tests were collected from tests"),
     ])
@@ -223,3 +222,25 @@ def test_trust_ref_reaches_the_verify_stage(tmp_path: Path):
     stages.verify()
     argv = seen[0]
     assert argv[argv.index("--trust-ref") + 1] == "origin/main"
+
+
+def test_a_stage_that_exited_0_without_its_result_is_not_green(tmp_path: Path):
+    # `xcompat test` ended by a test's os._exit(0) used to give an envelope "test passed".
+    stages = _stages(tmp_path)
+    stages.pipe.results.append(StageResult(name="test", status="passed", exit_code=0))
+    stages.write_stage_envelopes()
+    envelope = __import__("json").loads(stages.pipe.path("stages", "test.json").read_text())
+    assert envelope["status"] == "failed"
+    assert "exited 0 but wrote no test.json" in envelope["summary"]
+    (stages.pipe.path("settings.json")).write_text(__import__("json").dumps(
+        {**stages.settings.to_dict(), "project": stages.cfg.facts.to_dict()}))
+    _, report = report_from_folder(stages.pipe.stage_dir)
+    assert report.conclusion == "failure"
+
+
+def test_a_stage_that_wrote_its_result_gets_no_envelope(tmp_path: Path):
+    stages = _stages(tmp_path)
+    stages.pipe.path("test.json").write_text("{}")
+    stages.pipe.results.append(StageResult(name="test", status="passed", exit_code=0))
+    stages.write_stage_envelopes()
+    assert not stages.pipe.path("stages", "test.json").exists()

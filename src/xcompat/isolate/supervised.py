@@ -1,0 +1,254 @@
+"""``--isolate none`` under a supervisor: the in-process session runs in one child process.
+
+In-process tests share their process, so a test or a plugin can end it: ``os._exit(0)``, a
+segfault, a signal, ``exit()`` from C. Were that process ``xcompat test`` itself, the exit
+status would be the test's: ``os._exit(0)`` made the run exit 0 with no result at all. So
+where ``fork`` exists, ``xcompat test --isolate none`` forks once, before pytest starts; the
+child runs the whole session in-process exactly as before (one process, tests in order,
+sharing state) and hands its ``RunResult`` back through a file; the parent decides the
+verdict. A session that ends without handing a result back is never green: the test that
+was running is ``crashed``, read from a flight recorder the child appends to as tests start
+and finish (each finished test's outcome is there too).
+
+Where ``fork`` does not exist (Windows), and under ``coverage run`` without parallel mode, the
+session runs in the ``xcompat`` process itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xcompat.errors import Interrupted, XcompatError
+from xcompat.isolate.classify import describe_status, record_from_reports
+from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
+
+# The child's result: a pickle written by our own fork. The tests running there could write
+# anything to it, but they already run as this user with this process's rights, so loading
+# it gives them nothing they did not have; its size is still bounded.
+RESULT_LIMIT_BYTES = 1 << 30
+# The flight recorder is read from its end: the test that was running is the last one started.
+RECORDER_TAIL_BYTES = 8 << 20
+
+
+def available() -> bool:
+    """Whether the session can run supervised: ``fork`` exists, and coverage.py is not measuring
+    this process without parallel mode (the session process's measurements would be
+    overwritten by this one's when it saves: a 0% report)."""
+    if not hasattr(os, "fork"):
+        return False
+    module = sys.modules.get("coverage")
+    current = getattr(getattr(module, "Coverage", None), "current", None)
+    cov = current() if current is not None else None
+    return cov is None or bool(getattr(getattr(cov, "config", None), "parallel", False))
+
+
+class FlightRecorder:
+    """pytest plugin of the session process: one JSON line when a test starts and one with
+    its outcome when it finishes, written straight to the file (nothing is buffered in the
+    process that may die)."""
+
+    def __init__(self, fd: int, collected_path: str) -> None:
+        self.fd = fd
+        self.collected_path = collected_path
+        self.reports: dict[str, list[Any]] = {}
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        with open(self.collected_path, "w", encoding="utf-8") as fh:
+            fh.writelines(item.nodeid + "\n" for item in session.items)
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        os.write(self.fd, (json.dumps(entry) + "\n").encode())
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self._write({"start": nodeid})
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        record = record_from_reports(nodeid, self.reports.pop(nodeid, []), device=None)
+        self._write({"done": nodeid, "outcome": record.outcome, "message": record.message[:500],
+                     "duration_s": record.duration_s})
+
+
+def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, isolation: str,
+                   timeout_s: float | None, cell_id: str | None) -> RunResult:
+    """``run(plugins)`` in a forked session process; its result, or a crashed one without it."""
+    folder = tempfile.mkdtemp(prefix="xcompat-session-")
+    result_path = os.path.join(folder, "result.pickle")
+    recorder_path = os.path.join(folder, "recorder.jsonl")
+    collected_path = os.path.join(folder, "collected.txt")
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the session process
+            _session_child(run, result_path, recorder_path, collected_path)  # never returns
+        status = _wait(pid)
+        outcome = _read_result(result_path)
+        if outcome is not None:
+            kind, value = outcome
+            if kind == "error":
+                raise value
+            return value
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == Interrupted.exit_code:
+            raise Interrupted("interrupted; no results were written")
+        records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path)
+        return RunResult(records=tuple(records), isolation=isolation, start_method="in-process",  # type: ignore[arg-type]
+                         timeout_s=timeout_s, duration_s=sum(r.duration_s for r in records), cell_id=cell_id,
+                         devices=(device,))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _session_child(
+    run: Callable[[Sequence[Any]], RunResult], result_path: str, recorder_path: str, collected_path: str
+) -> None:
+    code = 0
+    try:
+        fd = os.open(recorder_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            outcome: tuple[str, Any] = ("result", run([FlightRecorder(fd, collected_path)]))
+        except Interrupted as exc:
+            outcome, code = ("error", exc), Interrupted.exit_code
+        except XcompatError as exc:
+            outcome = ("error", exc)
+        except BaseException as exc:  # noqa: BLE001 - a bug: its traceback here, the error to the parent
+            import traceback
+
+            traceback.print_exc()
+            outcome = ("error", RuntimeError(f"the test session failed: {type(exc).__name__}: {exc}"))
+        tmp = result_path + ".part"
+        with open(tmp, "wb") as fh:
+            pickle.dump(outcome, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, result_path)
+    except BaseException:  # noqa: BLE001 - the result could not be handed back
+        code = 70
+    finally:
+        _save_coverage()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _save_coverage() -> None:
+    """Under ``coverage run`` the session's measurements live in this process, which leaves
+    by ``os._exit`` (no atexit): save them here (``parallel = true`` keeps them apart from the
+    parent's file)."""
+    module = sys.modules.get("coverage")
+    current = getattr(getattr(module, "Coverage", None), "current", None)
+    cov = current() if current is not None else None
+    if cov is not None:
+        try:
+            cov.stop()
+            cov.save()
+        except Exception as exc:  # noqa: BLE001 - measurements are a bonus, the verdict is not
+            sys.stderr.write(f"xcompat: coverage data of the test session not saved: {exc}\n")
+
+
+def _wait(pid: int) -> int:
+    """The session's wait status. Ctrl-C reaches the session too (same process group): pytest
+    there stops and hands back "interrupted"; a second Ctrl-C kills it."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except KeyboardInterrupt:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except KeyboardInterrupt:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise Interrupted("interrupted; no results were written") from None
+
+
+def _read_result(path: str) -> tuple[str, Any] | None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(RESULT_LIMIT_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > RESULT_LIMIT_BYTES:
+        return None
+    try:
+        outcome = pickle.loads(data)  # written by our own fork (see RESULT_LIMIT_BYTES)
+    except Exception:  # noqa: BLE001 - a torn or forged file is no result
+        return None
+    if not (isinstance(outcome, tuple) and len(outcome) == 2):
+        return None
+    kind, value = outcome
+    if kind == "result" and isinstance(value, RunResult):
+        return outcome
+    if kind == "error" and isinstance(value, BaseException):
+        return outcome
+    return None
+
+
+def _tail(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - limit))
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def records_from_recorder(path: str, status: int, *, device: str, collected_path: str | None = None) -> list[TestRecord]:
+    """What a session that ended without its result leaves: the finished tests with the
+    outcome they had, a crashed record for the one that was running (or for the session,
+    when it ended outside any test), and an error for each collected test that never ran."""
+    data = _tail(path, RECORDER_TAIL_BYTES)
+    finished: dict[str, TestRecord] = {}
+    running: str | None = None
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # the torn first line of the tail, or the last one of a killed writer
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("start"), str):
+            running = entry["start"]
+        elif isinstance(entry.get("done"), str):
+            nodeid = entry["done"]
+            outcome = entry.get("outcome")
+            if outcome not in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
+                outcome = "error"
+            duration = entry.get("duration_s")
+            finished[nodeid] = TestRecord(
+                nodeid=nodeid, outcome=outcome, device=device,  # type: ignore[arg-type]
+                message=str(entry.get("message") or "")[:500],
+                duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0)
+            if running == nodeid:
+                running = None
+    how = describe_status(status)
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    crash = Crash(signal=signal_name(sig) if sig else None, signal_number=sig,
+                  exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
+    if running is not None:
+        message = (f"the in-process session ended ({how}) in this test, before xcompat recorded the run: "
+                   "the test ended the process (os._exit, a crash or a signal); its output is above")
+        nodeid = running
+    else:
+        message = (f"the in-process session ended ({how}) outside any test, before xcompat recorded the run "
+                   "(a plugin, fixture or conftest ended the process)")
+        nodeid = "<pytest session>"
+    records = list(finished.values())
+    records.append(TestRecord(nodeid=nodeid, outcome="crashed", device=device, message=message,
+                              longrepr=message, crash=crash))
+    seen = {r.nodeid for r in records}
+    collected = _tail(collected_path, RECORDER_TAIL_BYTES).decode("utf-8", "replace") if collected_path else ""
+    never_ran = f"no result: the in-process session ended ({how}) before this test ran"
+    records += [TestRecord(nodeid=n, outcome="error", device=device, message=never_ran)
+                for n in dict.fromkeys(collected.splitlines()[1 if len(collected) >= RECORDER_TAIL_BYTES else 0:])
+                if n and n not in seen]
+    return records
