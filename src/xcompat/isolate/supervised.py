@@ -44,10 +44,15 @@ def available() -> bool:
     overwritten by this one's when it saves: a 0% report)."""
     if not hasattr(os, "fork"):
         return False
+    cov = _measuring_coverage()
+    return cov is None or bool(getattr(getattr(cov, "config", None), "parallel", False))
+
+
+def _measuring_coverage() -> Any:
+    """coverage.py's ``Coverage`` measuring this process, if any (never imports coverage)."""
     module = sys.modules.get("coverage")
     current = getattr(getattr(module, "Coverage", None), "current", None)
-    cov = current() if current is not None else None
-    return cov is None or bool(getattr(getattr(cov, "config", None), "parallel", False))
+    return current() if current is not None else None
 
 
 class FlightRecorder:
@@ -145,9 +150,7 @@ def _save_coverage() -> None:
     """Under ``coverage run`` the session's measurements live in this process, which leaves
     by ``os._exit`` (no atexit): save them here (``parallel = true`` keeps them apart from the
     parent's file)."""
-    module = sys.modules.get("coverage")
-    current = getattr(getattr(module, "Coverage", None), "current", None)
-    cov = current() if current is not None else None
+    cov = _measuring_coverage()
     if cov is not None:
         try:
             cov.stop()
