@@ -70,7 +70,12 @@ class FlightRecorder:
             fh.writelines(item.nodeid + "\n" for item in session.items)
 
     def _write(self, entry: dict[str, Any]) -> None:
-        os.write(self.fd, (json.dumps(entry) + "\n").encode())
+        if self.fd < 0:
+            return
+        try:
+            os.write(self.fd, (json.dumps(entry) + "\n").encode())
+        except OSError:  # a test closed or broke the descriptor: the session goes on without it
+            self.fd = -1
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self._write({"start": nodeid})

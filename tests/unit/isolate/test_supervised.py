@@ -96,3 +96,13 @@ def test_the_supervisor_returns_the_sessions_result_and_raises_its_error():
         assert exc.hint == "remove it"
     else:
         raise AssertionError("the session's error was lost")
+
+
+def test_a_test_that_closes_the_recorders_descriptor_does_not_break_the_session(tmp_path):
+    fd = os.open(tmp_path / "rec", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    recorder = supervised.FlightRecorder(fd, str(tmp_path / "col"))
+    recorder.pytest_runtest_logstart("t::a", None)
+    os.close(fd)  # as os.closerange(3, 4096) in a test does
+    recorder.pytest_runtest_logstart("t::b", None)  # must not raise into pytest (INTERNALERROR)
+    recorder.pytest_runtest_logfinish("t::b", None)
+    assert (tmp_path / "rec").read_text() == '{"start": "t::a"}\n'
