@@ -349,7 +349,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     objects_chars = _OBJECT_CHARS
     # One tuple per distinct (kind, size): libtorch_cpu.so has 74,000 exports but 7,400 pairs.
     # Sharing them saves an allocation per symbol here and leaves the collector less to scan.
-    shared = {}
+    shared: dict[tuple[str, int], tuple[str, int]] = {}
     share = shared.setdefault
     rows = lay.sym_read.iter_unpack(symdata)
     if lay.sym_reorder:

@@ -36,6 +36,10 @@ from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
 RESULT_LIMIT_BYTES = 1 << 30
 # The flight recorder is read from its end: the test that was running is the last one started.
 RECORDER_TAIL_BYTES = 8 << 20
+# The end of a failed test's traceback kept in the flight recorder (its assertion and the
+# lines above it): enough to act on, small enough that thousands of failures fit in the tail.
+RECORDED_TRACEBACK_CHARS = 2000
+_WITH_TRACEBACK = ("failed", "error")
 
 
 def available() -> bool:
@@ -85,8 +89,11 @@ class FlightRecorder:
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         record = record_from_reports(nodeid, self.reports.pop(nodeid, []), device=None)
-        self._write({"done": nodeid, "outcome": record.outcome, "message": record.message[:500],
-                     "duration_s": record.duration_s})
+        entry = {"done": nodeid, "outcome": record.outcome, "message": record.message[:500],
+                 "duration_s": record.duration_s}
+        if record.outcome in _WITH_TRACEBACK and record.longrepr:
+            entry["longrepr"] = record.longrepr[-RECORDED_TRACEBACK_CHARS:]
+        self._write(entry)
 
 
 def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, isolation: str,
@@ -232,9 +239,12 @@ def records_from_recorder(path: str, status: int, *, device: str, collected_path
             if outcome not in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
                 outcome = "error"
             duration = entry.get("duration_s")
+            longrepr = entry.get("longrepr")
             finished[nodeid] = TestRecord(
                 nodeid=nodeid, outcome=outcome, device=device,  # type: ignore[arg-type]
                 message=str(entry.get("message") or "")[:500],
+                longrepr=longrepr[-RECORDED_TRACEBACK_CHARS:]
+                if outcome in _WITH_TRACEBACK and isinstance(longrepr, str) else "",
                 duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0)
             if running == nodeid:
                 running = None

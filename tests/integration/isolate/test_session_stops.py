@@ -149,6 +149,7 @@ def test_a_test_that_ends_the_in_process_session_is_never_green(tmp_path):
         assert doc is not None and doc["status"] == "crashed", name
         records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
         assert records["test_a"]["outcome"] == "passed" and records["test_a_fails"]["outcome"] == "failed"
+        assert "assert 1 == 2" in records["test_a_fails"]["longrepr"], records["test_a_fails"]  # why it failed
         assert records["test_b"]["outcome"] == "crashed", records
         how = "exit code 0" if name == "exit0" else "killed by SIGSEGV"
         assert how in records["test_b"]["message"], records["test_b"]

@@ -3,6 +3,7 @@ and hostile files included (the tests that ran there could have written anything
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -30,6 +31,18 @@ def test_the_running_test_crashed_the_finished_keep_their_outcome_the_rest_never
     assert records["t::b"].outcome == "crashed" and "killed by SIGSEGV" in records["t::b"].message
     assert records["t::b"].crash is not None and records["t::b"].crash.signal == "SIGSEGV"
     assert records["t::c"].outcome == "error" and "before this test ran" in records["t::c"].message
+
+
+def test_a_finished_failure_keeps_the_end_of_its_traceback_and_only_a_failure_does(tmp_path):
+    rec = tmp_path / "rec"
+    long_tb = "x" * 5000 + "E   assert 1 == 2"
+    _write(rec, [json.dumps({"done": "t::f", "outcome": "failed", "longrepr": long_tb}) + "\n",
+                 json.dumps({"done": "t::p", "outcome": "passed", "longrepr": "forged text"}) + "\n",
+                 json.dumps({"done": "t::e", "outcome": "error", "longrepr": {"not": "text"}}) + "\n"])
+    records = {r.nodeid: r for r in supervised.records_from_recorder(str(rec), EXIT_0, device="cpu")}
+    assert records["t::f"].longrepr.endswith("E   assert 1 == 2")
+    assert len(records["t::f"].longrepr) == supervised.RECORDED_TRACEBACK_CHARS
+    assert records["t::p"].longrepr == "" and records["t::e"].longrepr == ""
 
 
 def test_an_end_outside_any_test_is_a_crashed_session(tmp_path):
