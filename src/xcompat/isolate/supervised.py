@@ -35,7 +35,9 @@ from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
 # it gives them nothing they did not have; its size is still bounded.
 RESULT_LIMIT_BYTES = 1 << 30
 # The flight recorder is read from its end: the test that was running is the last one started.
-RECORDER_TAIL_BYTES = 8 << 20
+# 32 MiB holds about 15,000 failed tests with their tracebacks; a test finished before that
+# tail is reported as having no result (an error), never as passed.
+RECORDER_TAIL_BYTES = 32 << 20
 # The end of a failed test's traceback kept in the flight recorder (its assertion and the
 # lines above it): enough to act on, small enough that thousands of failures fit in the tail.
 RECORDED_TRACEBACK_CHARS = 2000
@@ -266,6 +268,10 @@ def records_from_recorder(path: str, status: int, *, device: str, collected_path
     seen = {r.nodeid for r in records}
     collected = _tail(collected_path, RECORDER_TAIL_BYTES).decode("utf-8", "replace") if collected_path else ""
     never_ran = f"no result: the in-process session ended ({how}) before this test ran"
+    if len(data) >= RECORDER_TAIL_BYTES:  # the recorder's start was not read: it may have run
+        never_ran = (f"no result: the in-process session ended ({how}) before this test ran, or it ran among the "
+                     f"first tests, whose records lie before the last {RECORDER_TAIL_BYTES >> 20} MiB of the "
+                     "flight recorder that are read")
     records += [TestRecord(nodeid=n, outcome="error", device=device, message=never_ran)
                 for n in dict.fromkeys(collected.splitlines()[1 if len(collected) >= RECORDER_TAIL_BYTES else 0:])
                 if n and n not in seen]

@@ -119,3 +119,18 @@ def test_a_test_that_closes_the_recorders_descriptor_does_not_break_the_session(
     recorder.pytest_runtest_logstart("t::b", None)  # must not raise into pytest (INTERNALERROR)
     recorder.pytest_runtest_logfinish("t::b", None)
     assert (tmp_path / "rec").read_text() == '{"start": "t::a"}\n'
+
+
+def test_a_test_finished_before_the_recorders_tail_has_no_result_never_a_pass(tmp_path, monkeypatch):
+    # The recorder is read from its end, bounded; what lies before the tail is not guessed at.
+    monkeypatch.setattr(supervised, "RECORDER_TAIL_BYTES", 400)
+    rec, col = tmp_path / "rec", tmp_path / "col"
+    lines = [json.dumps({"done": f"t::{i}", "outcome": "failed", "longrepr": "E" * 100}) + "\n" for i in range(20)]
+    _write(rec, [*lines, '{"start": "t::last"}\n'])
+    _write(col, [f"t::{i}\n" for i in range(20)] + ["t::last\n"])
+    records = {r.nodeid: r for r in supervised.records_from_recorder(str(rec), EXIT_0, device="cpu",
+                                                                     collected_path=str(col))}
+    assert records["t::last"].outcome == "crashed"
+    assert records["t::0"].outcome == "error" and "records lie before the last" in records["t::0"].message
+    assert records["t::19"].outcome == "failed" and records["t::19"].longrepr == "E" * 100
+    assert not [r for r in records.values() if r.outcome == "passed"]
