@@ -17,6 +17,21 @@ def skip_reason(longrepr: Any) -> str:
     return text.removeprefix("Skipped: ")
 
 
+# A test passes only when its body ran: a run whose reports have no call phase (pytest's
+# --setup-only or --setup-plan, however they were passed: PYTEST_ADDOPTS, the ini file's
+# addopts, ``-o addopts=...``; or a plugin that skips the protocol) passed nothing.
+BODY_NEVER_RAN = (
+    "the test body never ran: pytest reported no call phase for it (--setup-only or --setup-plan, "
+    "e.g. from PYTEST_ADDOPTS or the addopts of the project's pytest configuration, or a plugin that "
+    "replaces pytest's test protocol); remove that option or plugin"
+)
+
+
+def body_never_ran(reports: Sequence[Any]) -> bool:
+    """No call-phase report and nothing that explains its absence (a failure or a skip)."""
+    return not any(rep.when == "call" or rep.failed or rep.skipped for rep in reports)
+
+
 def record_from_reports(
     nodeid: str,
     reports: Sequence[Any],
@@ -48,6 +63,8 @@ def record_from_reports(
                 message = skip_reason(rep.longrepr)
         elif rep.passed and rep.when == "call" and wasxfail is not None and outcome == "passed":
             outcome, message = "xpassed", str(wasxfail)
+    if outcome == "passed" and body_never_ran(reports):
+        outcome, message, longrepr = "error", BODY_NEVER_RAN, BODY_NEVER_RAN
     leaked = [leak for leak in leaks if leak.leaked]
     if leaked and outcome == "passed":
         outcome = "leaked"

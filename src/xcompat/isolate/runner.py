@@ -29,6 +29,7 @@ import pytest
 
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, install_leak_check, prepare_parent
 from xcompat.isolate.classify import (
+    BODY_NEVER_RAN,
     died_in_a_test,
     failed_outside_tests,
     record_from_collection_error,
@@ -372,6 +373,8 @@ class IsolatedRunner:
             self._report_error(config, running, record.message, "", when="teardown")
         elif record.outcome == "leaked":
             self._report_error(config, running, f"leaked: {record.message}", "", when="teardown")
+        elif record.message == BODY_NEVER_RAN:
+            self._report_error(config, running, BODY_NEVER_RAN, "", when="teardown")
 
     def _report_error(
         self, config: Any, test: Any, message: str, text: str, *, when: Literal["setup", "teardown"]

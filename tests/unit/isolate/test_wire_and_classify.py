@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from xcompat.isolate import classify
 from xcompat.isolate.classify import (
     collection_error_line,
     record_from_death,
@@ -225,3 +226,38 @@ def test_reading_back_a_flood_of_output_keeps_only_its_end(tmp_path):
     middle = read_from(str(out), 5, size - len(flood_end))
     assert middle.startswith("[... ") and middle.endswith("x")
     assert read_from(str(tmp_path / "missing"), 0) == ""
+
+
+def _report(when: str, outcome: str, longrepr=None, **extra):
+    from _pytest.reports import TestReport
+
+    rep = TestReport(nodeid="t.py::a", location=("t.py", 1, "a"), keywords={}, outcome=outcome,
+                     longrepr=longrepr, when=when)
+    for key, value in extra.items():
+        setattr(rep, key, value)
+    return rep
+
+
+@pytest.mark.parametrize(
+    ("phases", "expected"),
+    [
+        ([("setup", "passed"), ("teardown", "passed")], "error"),  # --setup-only / --setup-plan
+        ([], "error"),  # a plugin that replaced the protocol and reported nothing
+        ([("setup", "passed"), ("call", "passed"), ("teardown", "passed")], "passed"),
+        ([("setup", "failed"), ("teardown", "passed")], "error"),
+        ([("setup", "skipped"), ("teardown", "passed")], "skipped"),
+        ([("setup", "passed"), ("teardown", "failed")], "error"),
+    ],
+)
+def test_a_test_passes_only_when_its_body_ran(phases, expected):
+    reports = [_report(when, outcome, ("t.py", 1, "Skipped: no") if outcome == "skipped" else
+                       ("boom" if outcome == "failed" else None)) for when, outcome in phases]
+    record = classify.record_from_reports("t.py::a", reports, device="cpu")
+    assert record.outcome == expected, record
+    if not any(when == "call" or outcome != "passed" for when, outcome in phases):
+        assert record.message == classify.BODY_NEVER_RAN and "PYTEST_ADDOPTS" in record.message
+
+
+def test_xfail_without_running_is_not_a_body_that_never_ran():
+    reports = [_report("setup", "skipped", ("t.py", 1, "reason"), wasxfail="not yet"), _report("teardown", "passed")]
+    assert classify.record_from_reports("t.py::a", reports, device="cpu").outcome == "xfailed"
