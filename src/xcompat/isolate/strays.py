@@ -53,17 +53,23 @@ class StrayProcess:
         }
 
 
-def become_subreaper() -> bool:
-    """Make this process the subreaper of its descendants; False where that is not available."""
+def become_subreaper(on: bool = True) -> bool:
+    """Make this process the subreaper of its descendants (``on=False``: stop being one);
+    False where that is not available."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def children() -> set[int]:
+    """This process's children now (Linux; empty elsewhere)."""
+    return _children() if sys.platform.startswith("linux") else set()
 
 
 def _children() -> set[int]:
@@ -103,7 +109,7 @@ def collect_strays(ended_pid: int) -> list[StrayProcess]:
     if not sys.platform.startswith("linux"):
         return []
     own_session = os.getsid(0)
-    strays: list[StrayProcess] = []
+    found: list[tuple[int, int]] = []
     for pid in sorted(_children()):
         ids = _stat(pid)
         if ids is None:
@@ -111,9 +117,38 @@ def collect_strays(ended_pid: int) -> list[StrayProcess]:
         group, session = ids
         if group != ended_pid and session == own_session:
             continue  # a test process (or a spare) of this parent, or a tool it runs itself
+        found.append((pid, group))
+    return _kill_and_reap(found)
+
+
+def collect_new_children(before: set[int]) -> list[StrayProcess]:
+    """Kill and reap every child of this process that is not in ``before``: what a session
+    that has ended left running (its own children and, with this process as subreaper, their
+    orphans)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    strays: list[StrayProcess] = []
+    for _round in range(5):  # a killed stray's own children are re-parented here in turn
+        found: list[tuple[int, int]] = []
+        for pid in sorted(_children() - before):
+            ids = _stat(pid)
+            if ids is not None:
+                found.append((pid, ids[0]))
+        if not found:
+            break
+        strays += _kill_and_reap(found)
+    return strays
+
+
+def _kill_and_reap(found: list[tuple[int, int]]) -> list[StrayProcess]:
+    """SIGKILL each (pid, process group) and wait for it, up to 5 s in all."""
+    own_group = os.getpgid(0)
+    strays: list[StrayProcess] = []
+    for pid, group in found:
         strays.append(StrayProcess(pid=pid, command=_command(pid)))
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
+        if group != own_group:  # never our own group: that would end xcompat itself
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0

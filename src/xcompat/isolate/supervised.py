@@ -16,6 +16,7 @@ session runs in the ``xcompat`` process itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -29,6 +30,9 @@ from typing import Any
 from xcompat.errors import Interrupted, XcompatError
 from xcompat.isolate.classify import describe_status, record_from_reports
 from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
+from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
+
+SESSION = "<pytest session>"  # the record of a session that ended outside any test
 
 # The child's result: a pickle written by our own fork. The tests running there could write
 # anything to it, but they already run as this user with this process's rights, so loading
@@ -105,6 +109,11 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
     result_path = os.path.join(folder, "result.pickle")
     recorder_path = os.path.join(folder, "recorder.jsonl")
     collected_path = os.path.join(folder, "collected.txt")
+    # Subreaper for the session's duration: a process a test started and left running (even
+    # in a new session) is re-parented here and ended with the session, before the result is
+    # written; it could otherwise outlive xcompat and rewrite its output files.
+    before = children()
+    subreaper = become_subreaper()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -112,20 +121,37 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
         if pid == 0:  # the session process
             _session_child(run, result_path, recorder_path, collected_path)  # never returns
         status = _wait(pid)
+        strays = collect_new_children(before) if subreaper else []
         outcome = _read_result(result_path)
         if outcome is not None:
             kind, value = outcome
             if kind == "error":
                 raise value
-            return value
+            return _with_strays(value, strays)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == Interrupted.exit_code:
             raise Interrupted("interrupted; no results were written")
         records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path)
-        return RunResult(records=tuple(records), isolation=isolation, start_method="in-process",  # type: ignore[arg-type]
-                         timeout_s=timeout_s, duration_s=sum(r.duration_s for r in records), cell_id=cell_id,
-                         devices=(device,))
+        return _with_strays(
+            RunResult(records=tuple(records), isolation=isolation, start_method="in-process",  # type: ignore[arg-type]
+                      timeout_s=timeout_s, duration_s=sum(r.duration_s for r in records), cell_id=cell_id,
+                      devices=(device,)),
+            strays)
     finally:
+        if subreaper:
+            become_subreaper(False)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _with_strays(result: RunResult, strays: Sequence[StrayProcess]) -> RunResult:
+    """The session's processes left running, killed: findings of the run (no single test can
+    be blamed when the tests share one process), and a warning."""
+    if not strays:
+        return result
+    from xcompat.log import get_logger
+
+    for stray in strays:
+        get_logger().warning(f"the test session {stray.message().replace('the test', 'its tests')}")
+    return dataclasses.replace(result, findings=result.findings + tuple(s.finding(SESSION) for s in strays))
 
 
 def _session_child(
@@ -261,7 +287,7 @@ def records_from_recorder(path: str, status: int, *, device: str, collected_path
     else:
         message = (f"the in-process session ended ({how}) outside any test, before xcompat recorded the run "
                    "(a plugin, fixture or conftest ended the process)")
-        nodeid = "<pytest session>"
+        nodeid = SESSION
     records = list(finished.values())
     records.append(TestRecord(nodeid=nodeid, outcome="crashed", device=device, message=message,
                               longrepr=message, crash=crash))
