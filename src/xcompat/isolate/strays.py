@@ -32,8 +32,8 @@ class StrayProcess:
     pid: int
     command: str
 
-    def message(self) -> str:
-        return f"left process {self.pid} ({self.command}) running after the test; xcompat killed it"
+    def message(self, after: str = "the test") -> str:
+        return f"left process {self.pid} ({self.command}) running after {after}; xcompat killed it"
 
     def finding(self, nodeid: str) -> dict[str, object]:
         """A finding in the test result's shape (schemas/test-result.schema.json, ``finding``)."""

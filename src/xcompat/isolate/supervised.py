@@ -150,7 +150,7 @@ def _with_strays(result: RunResult, strays: Sequence[StrayProcess]) -> RunResult
     from xcompat.log import get_logger
 
     for stray in strays:
-        get_logger().warning(f"the test session {stray.message().replace('the test', 'its tests')}")
+        get_logger().warning(f"the test session {stray.message('its tests')}")
     return dataclasses.replace(result, findings=result.findings + tuple(s.finding(SESSION) for s in strays))
 
 

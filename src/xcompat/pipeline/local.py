@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError, Interrupted
+from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
 from xcompat.log import Logger
 from xcompat.pipeline.progress import StageProgress
 from xcompat.settings import ProjectFacts, Settings
@@ -89,6 +90,7 @@ class LocalPipeline:
         self.stage_dir = out.parent / f".{out.name}.partial-{os.getpid()}"
         self.results: list[StageResult] = []
         self._child: subprocess.Popen[bytes] | None = None
+        self._subreaper = False
 
     # -- helpers -----------------------------------------------------------------
     def path(self, *parts: str) -> Path:
@@ -114,6 +116,7 @@ class LocalPipeline:
         child_env.update(env or {})
         child_env.setdefault("PYTHONUNBUFFERED", "1")
         start = time.monotonic()
+        before = children()
         with open(log_path, "wb") as fh:
             fh.write(("$ " + " ".join(argv) + "\n").encode())
             fh.flush()
@@ -126,7 +129,11 @@ class LocalPipeline:
                 self._kill_child()
                 code = None
             finally:
+                left = self._end_leftovers(self._child.pid, before)
                 self._child = None
+            fh.writelines(f"xcompat: the stage {stray.message('its command ended')}\n".encode() for stray in left)
+        for stray in left:
+            self.log.warning(f"stage {name}: {stray.message('its command ended')}")
         elapsed = time.monotonic() - start
         produced = [str(p.relative_to(self.stage_dir)) for p in outputs if p.exists()]
         rel_log = str(log_path.relative_to(self.stage_dir))
@@ -145,6 +152,17 @@ class LocalPipeline:
         return StageResult(
             name=name, status=status, detail=detail, elapsed=elapsed, exit_code=code, log=rel_log, outputs=produced
         )
+
+    def _end_leftovers(self, pid: int, before: set[int]) -> list[StrayProcess]:
+        """End what a stage command left running when it ended: the rest of its process group,
+        and (Linux, as subreaper) whatever escaped into a session of its own. A build script's
+        daemon must not live on into the next stages, where it could rewrite their results."""
+        if hasattr(os, "killpg"):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return collect_new_children(before) if self._subreaper else []
 
     def _kill_child(self) -> None:
         child = self._child
@@ -170,6 +188,7 @@ class LocalPipeline:
             shutil.rmtree(self.stage_dir)
         self.stage_dir.mkdir(parents=True)
         progress = StageProgress(self.log, total=len(stages))
+        self._subreaper = become_subreaper()  # for the run only: see _end_leftovers
         try:
             with progress:
                 for name, fn in stages:
@@ -187,6 +206,10 @@ class LocalPipeline:
             self._kill_child()
             shutil.rmtree(self.stage_dir, ignore_errors=True)
             raise
+        finally:
+            if self._subreaper:
+                become_subreaper(False)
+                self._subreaper = False
         return self.results
 
     def publish(self) -> Path:

@@ -101,3 +101,32 @@ def test_stage_exit_codes_map_to_statuses_and_keep_going(tmp_path):
     assert [r.status for r in results] == ["failed", "error", "error", "passed"]
     assert results[0].detail == "exit 1: nope"
     assert "timed out" in results[2].detail
+
+
+LEAVES_TWO = (
+    "import subprocess, sys\n"
+    "for own_session in (False, True):\n"
+    "    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=own_session)\n"
+    "    print('pid', p.pid, flush=True)\n"
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ending setsid leftovers needs Linux's child subreaper")
+def test_what_a_stage_leaves_running_is_ended_before_the_next_stage(tmp_path):
+    # a build script's daemon must not live on into the later stages and rewrite their results
+    import os
+
+    pipe = _pipeline(tmp_path)
+    results = pipe.execute([("build", lambda: pipe.run_command("build", [sys.executable, "-c", LEAVES_TWO]))])
+    assert results[0].status == "passed"
+    log = (pipe.stage_dir / "logs" / "build.log").read_text()
+    pids = [int(line.split()[1]) for line in log.splitlines() if line.startswith("pid ")]
+    assert len(pids) == 2
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive = "State:\tZ" not in open(f"/proc/{pid}/status").read()
+        except (ProcessLookupError, FileNotFoundError):
+            alive = False
+        assert not alive, f"{pid} outlived its stage"
+    assert log.count("running after its command ended; xcompat killed it") == 2, log
