@@ -71,6 +71,13 @@ def check_cells(
     warnings = [w.replace("which the plan does not list", "which the plan does not name")
                 for w in verdict.warnings if "which the plan does not list" in w]
     checks: list[CheckOutcome] = []
+    if verdict.misplaced:
+        more = f" (+{len(verdict.misplaced) - 1} more)" if len(verdict.misplaced) > 1 else ""
+        checks.append(CheckOutcome(
+            name="results", passed=False,
+            reason=f"got {verdict.misplaced[0]}{more}, expected each cell's results only in its own folder",
+            details={"misplaced": list(verdict.misplaced)},
+        ))
     verdicts: list[CellVerdict] = []
     planned_ids = {c["id"] for c in specs}
     for cell in verdict.cells:

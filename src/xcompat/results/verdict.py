@@ -13,7 +13,11 @@
   whenever the settings are known (a plan carries them) and ``tests.pytest`` is not
   empty; every required stage when the project is known, as in ``xcompat run``;
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
-  a fallback.
+  a fallback;
+* a result that names one cell but lies in another cell's folder (``<cell>/`` or a CI
+  artifact ``xcompat-results-<cell>-<stage>/``) is not counted and makes the verdict red:
+  a cell's job, which runs the project's code, may report only its own cell
+  (``owning_cell``).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class Verdict:
     problems: tuple[str, ...]
     warnings: tuple[str, ...]
     conclusion: Conclusion
+    misplaced: tuple[str, ...] = ()  # results for another cell found in a cell's folder (also in problems)
 
     @property
     def green(self) -> bool:
@@ -76,6 +81,28 @@ def expand(results: Iterable[StageResult]) -> list[StageResult]:
     for result in results:
         out.extend(expand_build(result))
     return out
+
+
+ARTIFACT_PREFIX = "xcompat-results-"  # CI artifacts: xcompat-results-<cell>-<stage>
+
+
+def owning_cell(source: str, cell_ids: Iterable[str]) -> str | None:
+    """The cell whose folder ``source`` lies in: the outermost enclosing folder named after a
+    planned cell, or a CI artifact folder ``xcompat-results-<cell>-<stage>`` of one; None when
+    there is none (a run's own output, a folder of loose results). The outermost, because a
+    job writes what it likes *inside* its own folder (``results/A/B/test.json`` is cell A's)."""
+    from pathlib import PurePath
+
+    ids = set(cell_ids)
+    for folder in PurePath(source).parts[:-1]:
+        if folder in ids:
+            return folder
+        if folder.startswith(ARTIFACT_PREFIX):
+            rest = folder[len(ARTIFACT_PREFIX):]
+            cell = rest.rpartition("-")[0]
+            if cell in ids:
+                return cell
+    return None
 
 
 def _judge_stage(result: StageResult, requirements: Mapping[str, Any]) -> StageJudgement:
@@ -107,13 +134,20 @@ def judge(
     all_results = expand(results)
     by_cell: dict[str, list[StageResult]] = {}
     global_results: list[StageResult] = []
+    planned_ids = [str(spec["id"]) for spec in plan_cells or ()]
+    misplaced: list[str] = []
     for result in all_results:
+        owner = owning_cell(result.source, planned_ids) if planned_ids and result.source else None
+        if owner is not None and result.cell_id is not None and result.cell_id != owner:
+            misplaced.append(f"{result.source}: a {result.kind} result for cell {result.cell_id} in the folder of "
+                             f"cell {owner}; a cell's job may report only its own cell, so it is not counted")
+            continue
         if result.cell_id is None:
             global_results.append(result)
         else:
             by_cell.setdefault(result.cell_id, []).append(result)
     warnings: list[str] = []
-    problems: list[str] = []
+    problems: list[str] = list(misplaced)
     specs: dict[str, tuple[Mapping[str, Any], bool]] = {}
     for spec in plan_cells or ():
         specs[str(spec["id"])] = (spec, True)
@@ -175,4 +209,4 @@ def judge(
     else:
         conclusion = "success"
     return Verdict(cells=tuple(cells), global_results=tuple(global_results), problems=tuple(problems),
-                   warnings=tuple(warnings), conclusion=conclusion)
+                   warnings=tuple(warnings), conclusion=conclusion, misplaced=tuple(misplaced))

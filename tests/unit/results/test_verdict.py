@@ -147,3 +147,57 @@ def test_project_facts_of_the_sample_say_it_uses_torch():
     from xcompat.resources import data_dir
 
     assert project_facts(data_dir("examples") / "sample-ext-v2").uses_torch is True
+
+
+# -- a cell's job may report only its own cell ---------------------------------------------------
+
+def _at(doc, source):
+    return parse_envelope(doc, source)
+
+
+def _two_cells():
+    a, b = make_cell("3.12"), make_cell("3.12", backend="cuda")
+    return a, b, [c.to_dict() for c in (a, b)]
+
+
+@pytest.mark.parametrize("layout", [
+    "results/xcompat-results-{a}-test/{b}/test.json",  # GitHub: one folder per artifact
+    ".xcompat-out/results/{a}/{b}/test.json",  # GitLab: the job's own results/<cell>/ folder
+])
+def test_a_result_for_another_cell_in_a_cells_folder_is_not_counted_and_is_red(layout):
+    # The cuda cell never ran; cell a's job (the project's own tests) planted a passing result for it.
+    a, b, cells = _two_cells()
+    own = [_at(stage_result("build", a.id), f"results/xcompat-results-{a.id}-build/{a.id}/build.json"),
+           _at(make_test_result(a.id, [make_test("tests/t.py::x")]), f"results/xcompat-results-{a.id}-test/{a.id}/test.json")]
+    forged = _at(make_test_result(b.id, [make_test("tests/t.py::x")]), layout.format(a=a.id, b=b.id))
+    verdict = judge([*own, forged], cells)
+    assert verdict.conclusion == "failure"
+    by_id = {c.id: c for c in verdict.cells}
+    assert by_id[a.id].status == "passed" and by_id[b.id].status == "missing"
+    assert any(f"result for cell {b.id} in the folder of cell {a.id}" in p for p in verdict.problems), verdict.problems
+
+
+def test_results_in_their_own_cells_folders_are_counted():
+    a, _b, cells = _two_cells()
+    results = [_at(stage_result("build", a.id), f"results/xcompat-results-{a.id}-build/{a.id}/build.json"),
+               _at(make_test_result(a.id, [make_test("tests/t.py::x")]), f".xcompat-out/results/{a.id}/test.json")]
+    verdict = judge(results, cells[:1])
+    assert verdict.conclusion == "success", verdict.problems
+
+
+def test_ownership_needs_a_plan_and_a_named_cell():
+    a, b, cells = _two_cells()
+    loose = _at(make_test_result(b.id, [make_test("tests/t.py::x")]), f"results/{a.id}/test.json")
+    assert not any("folder of cell" in p for p in judge([loose], None).problems)  # no plan: no cell ids known
+    run_level = _at(stage_result("abi", None), f"results/{a.id}/abi.json")  # not tied to a cell: not claimed
+    assert not any("folder of cell" in p for p in judge([run_level], cells).problems)
+
+
+def test_owning_cell_reads_the_outermost_cell_folder():
+    from xcompat.results.verdict import owning_cell
+
+    ids = ["py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda"]
+    assert owning_cell("r/xcompat-results-py3.12-linux-x86_64-cpu-test/py3.12-linux-x86_64-cuda/t.json", ids) == ids[0]
+    assert owning_cell("r/py3.12-linux-x86_64-cpu/py3.12-linux-x86_64-cuda/t.json", ids) == ids[0]
+    assert owning_cell("r/xcompat-results-unknown-test/t.json", ids) is None
+    assert owning_cell("py3.12-linux-x86_64-cpu", ids) is None  # a file, not a folder
