@@ -35,6 +35,12 @@ def _results(root: Path, layout: str, *, cuda_ran: bool) -> None:
     write(root / "plan.json", plan_document((CPU, True), (CUDA, True)))
 
 
+def _gate(root: Path) -> dict:
+    rc, out, doc = run_gate(root, "--plan", "plan.json", "--results", "results", "--insecure-no-verify")
+    assert rc == 1 and doc is not None, out
+    return checks_by_name(doc)
+
+
 def _report(root: Path) -> tuple[int, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
     proc = subprocess.run([sys.executable, "-m", "xcompat", "report", "results", "--plan", "plan.json",
@@ -46,9 +52,7 @@ def _report(root: Path) -> tuple[int, dict]:
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_a_planted_result_for_a_cell_that_never_ran_is_not_counted(tmp_path: Path, layout: str) -> None:
     _results(tmp_path, layout, cuda_ran=False)
-    rc, out, doc = run_gate(tmp_path, "--plan", "plan.json", "--results", "results", "--insecure-no-verify")
-    assert rc == 1, out
-    checks = checks_by_name(doc)
+    checks = _gate(tmp_path)
     assert checks[f"cell:{CUDA}"]["passed"] is False and "got no result" in checks[f"cell:{CUDA}"]["reason"]
     assert checks["results"]["passed"] is False and f"in the folder of cell {CPU}" in checks["results"]["reason"]
     rc, report = _report(tmp_path)
@@ -59,9 +63,7 @@ def test_a_planted_result_for_a_cell_that_never_ran_is_not_counted(tmp_path: Pat
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_a_planted_result_is_red_even_when_its_cell_passed_on_its_own(tmp_path: Path, layout: str) -> None:
     _results(tmp_path, layout, cuda_ran=True)
-    rc, out, doc = run_gate(tmp_path, "--plan", "plan.json", "--results", "results", "--insecure-no-verify")
-    assert rc == 1, out
-    checks = checks_by_name(doc)
+    checks = _gate(tmp_path)
     assert checks[f"cell:{CUDA}"]["passed"] is True and checks["results"]["passed"] is False
 
 
