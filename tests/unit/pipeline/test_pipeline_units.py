@@ -115,6 +115,7 @@ LEAVES_TWO = (
 def test_what_a_stage_leaves_running_is_ended_before_the_next_stage(tmp_path):
     # a build script's daemon must not live on into the later stages and rewrite their results
     import os
+    from pathlib import Path
 
     pipe = _pipeline(tmp_path)
     results = pipe.execute([("build", lambda: pipe.run_command("build", [sys.executable, "-c", LEAVES_TWO]))])
@@ -125,7 +126,7 @@ def test_what_a_stage_leaves_running_is_ended_before_the_next_stage(tmp_path):
     for pid in pids:
         try:
             os.kill(pid, 0)
-            alive = "State:\tZ" not in open(f"/proc/{pid}/status").read()
+            alive = "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
         except (ProcessLookupError, FileNotFoundError):
             alive = False
         assert not alive, f"{pid} outlived its stage"
