@@ -129,6 +129,7 @@ class LocalPipeline:
                 self._kill_child()
                 code = None
             finally:
+                self._kill_child()  # still running only when interrupted: SIGTERM, then SIGKILL
                 left = self._end_leftovers(self._child.pid, before)
                 self._child = None
             fh.writelines(f"xcompat: the stage {stray.message('its command ended')}\n".encode() for stray in left)

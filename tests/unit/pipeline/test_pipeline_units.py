@@ -131,3 +131,28 @@ def test_what_a_stage_leaves_running_is_ended_before_the_next_stage(tmp_path):
             alive = False
         assert not alive, f"{pid} outlived its stage"
     assert log.count("running after its command ended; xcompat killed it") == 2, log
+
+
+def test_an_interrupted_stage_command_does_not_run_on(tmp_path, monkeypatch):
+    # The stage runs in a session of its own, out of reach of the terminal's Ctrl-C: xcompat
+    # must end it itself (it used to be left running when the wait was interrupted).
+    import os
+    import subprocess
+
+    pipe = _pipeline(tmp_path)
+    started: list[subprocess.Popen] = []
+    real_wait = subprocess.Popen.wait
+
+    def interrupted_wait(self, timeout=None):
+        if not started:
+            started.append(self)
+            raise KeyboardInterrupt
+        return real_wait(self, timeout=timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
+    stage = ("slow", lambda: pipe.run_command("slow", [sys.executable, "-c", "import time; time.sleep(60)"]))
+    with pytest.raises(Interrupted):
+        pipe.execute([stage])
+    assert started and started[0].poll() is not None, "the stage command is still running"
+    with pytest.raises(ProcessLookupError):
+        os.kill(started[0].pid, 0)
