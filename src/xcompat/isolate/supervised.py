@@ -120,17 +120,23 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
         pid = os.fork()
         if pid == 0:  # the session process
             _session_child(run, result_path, recorder_path, collected_path)  # never returns
-        status = _wait(pid)
+        status, ctrl_c = _wait(pid)
         strays = collect_new_children(before) if subreaper else []
         outcome = _read_result(result_path)
+        cause = None
         if outcome is not None:
             kind, value = outcome
-            if kind == "error":
+            if kind == "result":
+                return _with_strays(value, strays)
+            if ctrl_c or not isinstance(value, Interrupted):
                 raise value
-            return _with_strays(value, strays)
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == Interrupted.exit_code:
+            # "interrupted" without a Ctrl-C: a test raised KeyboardInterrupt. That is the
+            # test's failure, not the user's request: record the run (below), do not abort it.
+            cause = TEST_INTERRUPT
+        elif ctrl_c and os.WIFEXITED(status) and os.WEXITSTATUS(status) == Interrupted.exit_code:
             raise Interrupted("interrupted; no results were written")
-        records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path)
+        records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path,
+                                        cause=cause)
         return _with_strays(
             RunResult(records=tuple(records), isolation=isolation, start_method="in-process",  # type: ignore[arg-type]
                       timeout_s=timeout_s, duration_s=sum(r.duration_s for r in records), cell_id=cell_id,
@@ -199,14 +205,16 @@ def _save_coverage() -> None:
             sys.stderr.write(f"xcompat: coverage data of the test session not saved: {exc}\n")
 
 
-def _wait(pid: int) -> int:
-    """The session's wait status. Ctrl-C reaches the session too (same process group): pytest
-    there stops and hands back "interrupted"; a second Ctrl-C kills it."""
+def _wait(pid: int) -> tuple[int, bool]:
+    """The session's wait status, and whether Ctrl-C reached this process meanwhile. Ctrl-C
+    reaches the session too (same process group): pytest there stops and hands back
+    "interrupted"; a second Ctrl-C kills it. A session that hands back "interrupted" while
+    no Ctrl-C came here was stopped by its tests (a test that raised KeyboardInterrupt)."""
     try:
-        return os.waitpid(pid, 0)[1]
+        return os.waitpid(pid, 0)[1], False
     except KeyboardInterrupt:
         try:
-            return os.waitpid(pid, 0)[1]
+            return os.waitpid(pid, 0)[1], True
         except KeyboardInterrupt:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
@@ -245,10 +253,16 @@ def _tail(path: str, limit: int) -> bytes:
         return b""
 
 
-def records_from_recorder(path: str, status: int, *, device: str, collected_path: str | None = None) -> list[TestRecord]:
+TEST_INTERRUPT = ("the test raised KeyboardInterrupt, which stops pytest's whole session "
+                  "(no Ctrl-C reached xcompat)")
+
+
+def records_from_recorder(path: str, status: int, *, device: str, collected_path: str | None = None,
+                          cause: str | None = None) -> list[TestRecord]:
     """What a session that ended without its result leaves: the finished tests with the
     outcome they had, a crashed record for the one that was running (or for the session,
-    when it ended outside any test), and an error for each collected test that never ran."""
+    when it ended outside any test), and an error for each collected test that never ran.
+    ``cause``: what ended the session, when known (``TEST_INTERRUPT``)."""
     data = _tail(path, RECORDER_TAIL_BYTES)
     finished: dict[str, TestRecord] = {}
     running: str | None = None
@@ -282,7 +296,7 @@ def records_from_recorder(path: str, status: int, *, device: str, collected_path
                   exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
     if running is not None:
         message = (f"the in-process session ended ({how}) in this test, before xcompat recorded the run: "
-                   "the test ended the process (os._exit, a crash or a signal); its output is above")
+                   f"{cause or 'the test ended the process (os._exit, a crash or a signal)'}; its output is above")
         nodeid = running
     else:
         message = (f"the in-process session ended ({how}) outside any test, before xcompat recorded the run "

@@ -208,3 +208,55 @@ def test_coverage_run_still_measures_an_in_process_session(tmp_path, parallel):
     report = subprocess.run([*cov, "report"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
                             check=True)
     assert "75%" in report.stdout.splitlines()[-1], report.stdout
+
+
+def test_a_test_that_raises_keyboardinterrupt_in_process_is_its_failure_not_an_abort(tmp_path):
+    # pytest stops the whole session on a KeyboardInterrupt. With --isolate none, xcompat used to
+    # take that for the user's Ctrl-C: exit 130, "interrupted; no results were written", and
+    # `xcompat run` then aborted the whole run without a report.
+    from xcompat.isolate.supervised import TEST_INTERRUPT
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_k.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    raise KeyboardInterrupt\n\n\n"
+                                     "def test_c():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "none", "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert doc is not None and doc["status"] == "crashed"
+    records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+    assert records["test_a"]["outcome"] == "passed"
+    assert records["test_b"]["outcome"] == "crashed" and TEST_INTERRUPT in records["test_b"]["message"]
+    assert records["test_c"]["outcome"] == "error"
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="sends SIGINT to a process group")
+def test_ctrl_c_during_an_in_process_session_still_interrupts(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.testing import xcompat_env
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    marker = tmp_path / "started"
+    (tests / "test_slow.py").write_text(
+        f"import pathlib, time\n\n\ndef test_slow():\n    pathlib.Path({str(marker)!r}).touch()\n    time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "xcompat", "test", str(tests), "--isolate", "none", "--json",
+                             str(tmp_path / "r.json"), "--", *LEAN_PYTEST],
+                            cwd=tmp_path, env=xcompat_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # its own group: a terminal's Ctrl-C reaches it all
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists(), proc.communicate(timeout=5)
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err
