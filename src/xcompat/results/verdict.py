@@ -22,8 +22,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Literal
 
 from xcompat.results.envelope import StageResult
@@ -86,21 +87,18 @@ def expand(results: Iterable[StageResult]) -> list[StageResult]:
 ARTIFACT_PREFIX = "xcompat-results-"  # CI artifacts: xcompat-results-<cell>-<stage>
 
 
-def owning_cell(source: str, cell_ids: Iterable[str]) -> str | None:
+def owning_cell(source: str, cell_ids: Collection[str]) -> str | None:
     """The cell whose folder ``source`` lies in: the outermost enclosing folder named after a
     planned cell, or a CI artifact folder ``xcompat-results-<cell>-<stage>`` of one; None when
     there is none (a run's own output, a folder of loose results). The outermost, because a
     job writes what it likes *inside* its own folder (``results/A/B/test.json`` is cell A's)."""
-    from pathlib import PurePath
-
-    ids = set(cell_ids)
     for folder in PurePath(source).parts[:-1]:
-        if folder in ids:
+        if folder in cell_ids:
             return folder
         if folder.startswith(ARTIFACT_PREFIX):
             rest = folder[len(ARTIFACT_PREFIX):]
             cell = rest.rpartition("-")[0]
-            if cell in ids:
+            if cell in cell_ids:
                 return cell
     return None
 
@@ -134,7 +132,7 @@ def judge(
     all_results = expand(results)
     by_cell: dict[str, list[StageResult]] = {}
     global_results: list[StageResult] = []
-    planned_ids = [str(spec["id"]) for spec in plan_cells or ()]
+    planned_ids = {str(spec["id"]) for spec in plan_cells or ()}
     misplaced: list[str] = []
     for result in all_results:
         owner = owning_cell(result.source, planned_ids) if planned_ids and result.source else None
