@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.action import checks_by_name, plan_document, run_gate, write
-from tests.helpers.report import make_test, make_test_result
+from tests.helpers.report import coverage_result, make_test, make_test_result
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU, CUDA = "py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda"
@@ -65,6 +65,23 @@ def test_a_planted_result_is_red_even_when_its_cell_passed_on_its_own(tmp_path: 
     _results(tmp_path, layout, cuda_ran=True)
     checks = _gate(tmp_path)
     assert checks[f"cell:{CUDA}"]["passed"] is True and checks["results"]["passed"] is False
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_planted_run_level_result_does_not_replace_the_runs_own(tmp_path: Path, layout: str) -> None:
+    # Merged coverage is run-level (no cell) and the report shows it; the project's tests in the
+    # CPU cell write a 99% one into the folder their job uploads.
+    _results(tmp_path, layout, cuda_ran=True)
+    (tmp_path / LAYOUTS[layout][1].format(cpu=CPU, cuda=CUDA)).unlink()
+    write(tmp_path / "results/coverage.json", coverage_result(41.0))
+    planted = LAYOUTS[layout][0].format(cell=CPU).replace("test.json", "coverage.json")
+    write(tmp_path / planted, coverage_result(99.0))
+    rc, report = _report(tmp_path)
+    assert rc == 1 and report["conclusion"] == "failure"
+    assert report["coverage"]["percent"] == 41.0
+    assert any(f"run-level coverage result (for no cell) in the folder of cell {CPU}" in p
+               for p in report["problems"]), report["problems"]
+    assert _gate(tmp_path)["results"]["passed"] is False
 
 
 def test_the_ci_files_keep_each_cells_results_apart() -> None:

@@ -14,10 +14,10 @@
   empty; every required stage when the project is known, as in ``xcompat run``;
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
   a fallback;
-* a result that names one cell but lies in another cell's folder (``<cell>/`` or a CI
-  artifact ``xcompat-results-<cell>-<stage>/``) is not counted and makes the verdict red:
-  a cell's job, which runs the project's code, may report only its own cell
-  (``owning_cell``).
+* a result that names another cell, or no cell (a run-level ABI diff or merged coverage),
+  but lies in a cell's folder (``<cell>/`` or a CI artifact ``xcompat-results-<cell>-<stage>/``)
+  is not counted and makes the verdict red: a cell's job, which runs the project's code, may
+  report only its own cell (``owning_cell``).
 """
 
 from __future__ import annotations
@@ -136,9 +136,11 @@ def judge(
     misplaced: list[str] = []
     for result in all_results:
         owner = owning_cell(result.source, planned_ids) if planned_ids and result.source else None
-        if owner is not None and result.cell_id is not None and result.cell_id != owner:
-            misplaced.append(f"{result.source}: a {result.kind} result for cell {result.cell_id} in the folder of "
-                             f"cell {owner}; a cell's job may report only its own cell, so it is not counted")
+        if owner is not None and result.cell_id != owner:
+            what = (f"a run-level {result.kind} result (for no cell)" if result.cell_id is None
+                    else f"a {result.kind} result for cell {result.cell_id}")
+            misplaced.append(f"{result.source}: {what} in the folder of cell {owner}; a cell's job may report "
+                             "only its own cell, so it is not counted")
             continue
         if result.cell_id is None:
             global_results.append(result)

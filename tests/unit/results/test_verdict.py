@@ -189,8 +189,28 @@ def test_ownership_needs_a_plan_and_a_named_cell():
     a, b, cells = _two_cells()
     loose = _at(make_test_result(b.id, [make_test("tests/t.py::x")]), f"results/{a.id}/test.json")
     assert not any("folder of cell" in p for p in judge([loose], None).problems)  # no plan: no cell ids known
-    run_level = _at(stage_result("abi", None), f"results/{a.id}/abi.json")  # not tied to a cell: not claimed
-    assert not any("folder of cell" in p for p in judge([run_level], cells).problems)
+    top = _at(stage_result("abi", None), "results/abi.json")  # a run-level result outside every cell folder
+    assert judge([top, *(_at(d, f"results/{a.id}/{d['kind']}.json") for d in _passing(a.id))], cells[:1]).green
+
+
+@pytest.mark.parametrize("layout", ["results/xcompat-results-{a}-test/coverage.json", "results/{a}/cov/coverage.json"])
+def test_a_run_level_result_in_a_cells_folder_is_not_counted_and_is_red(layout):
+    # The merged (cell-less) coverage result is the one the report shows; a cell's job could plant
+    # one with a figure of its choosing next to its own results.
+    from tests.helpers.report import coverage_result
+
+    a, _b, cells = _two_cells()
+    own = [_at(d, f"results/{a.id}/{d['kind']}.json") for d in _passing(a.id)]
+    real = _at(coverage_result(41.0), "results/coverage/coverage.json")
+    planted = _at(coverage_result(99.0), layout.format(a=a.id))
+    verdict = judge([*own, real, planted], cells[:1])
+    assert verdict.conclusion == "failure"
+    assert verdict.global_results == (real,)
+    assert any(f"a run-level coverage result (for no cell) in the folder of cell {a.id}" in p
+               for p in verdict.problems), verdict.problems
+    report = build_report([*own, real, planted], plan=make_plan([make_cell("3.12")]))
+    assert report.coverage is not None and report.coverage.percent == 41.0
+    assert report.conclusion == "failure"
 
 
 def test_owning_cell_reads_the_outermost_cell_folder():
