@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcompat.isolate.classify import TEST_INTERRUPT_EXIT
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
 from xcompat.isolate.wire import Channel
 
@@ -195,9 +196,26 @@ def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
         # that test (the parent knows the order).
         channel.queue({"event": "start", "nodeid": item.nodeid, "out": _output_offset()})
         install_leak_check(item, plan, channel)
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        try:
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        except KeyboardInterrupt:
+            # Raised by the test (a Ctrl-C kills this process by signal): pytest lets it through
+            # to end the session. The test's own failure: its process ends with a status that
+            # says so, before the test's messages went out.
+            _exit_after_traceback(TEST_INTERRUPT_EXIT)
         channel.queue({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
         channel.flush()
+
+
+def _exit_after_traceback(code: int) -> None:
+    import traceback
+
+    try:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 def run_forked_child(config: Any, assignment: Callable[[], Sequence[Any]], plan: ChildPlan) -> None:

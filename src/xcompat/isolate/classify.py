@@ -27,6 +27,14 @@ BODY_NEVER_RAN = (
 )
 
 
+# Exit status of a test process whose test raised KeyboardInterrupt. SIGINT is at its default
+# action in a test process, so a real Ctrl-C kills it by signal: a KeyboardInterrupt that
+# escapes pytest's protocol there was raised by the test's own code.
+TEST_INTERRUPT_EXIT = 71
+TEST_INTERRUPT_IN_PROCESS = ("the test raised KeyboardInterrupt, which ends its test process "
+                             "(no Ctrl-C reached xcompat)")
+
+
 def body_never_ran(reports: Sequence[Any]) -> bool:
     """No call-phase report and nothing that explains its absence (a failure or a skip)."""
     return not any(rep.when == "call" or rep.failed or rep.skipped for rep in reports)
@@ -107,6 +115,8 @@ def record_from_death(
         )
         outcome = "crashed"
         message = crash.describe()
+        if exit_code == TEST_INTERRUPT_EXIT and "KeyboardInterrupt" in output:
+            message = TEST_INTERRUPT_IN_PROCESS
     return TestRecord(
         nodeid=nodeid,
         outcome=outcome,  # type: ignore[arg-type]

@@ -230,6 +230,27 @@ def test_a_test_that_raises_keyboardinterrupt_in_process_is_its_failure_not_an_a
     assert records["test_c"]["outcome"] == "error"
 
 
+@pytest.mark.parametrize("mode", [("test",), ("file",), ("test", "--start-method", "spawn")],
+                         ids=["fork-test", "fork-file", "spawn-test"])
+def test_a_test_that_raises_keyboardinterrupt_in_its_process_is_named_for_it(tmp_path, mode):
+    # In a test process SIGINT is at its default action, so a KeyboardInterrupt there is the
+    # test's own. It used to read "test process failed outside the test (exit code 70)".
+    from xcompat.isolate.classify import TEST_INTERRUPT_IN_PROCESS
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_k.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    raise KeyboardInterrupt\n\n\n"
+                                     "def test_c():\n    pass\n")
+    proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", *mode, "--", *LEAN_PYTEST],
+                                 json_out=tmp_path / "r.json", timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    records = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+    assert records["test_b"]["outcome"] == "crashed", records["test_b"]
+    assert records["test_b"]["message"] == TEST_INTERRUPT_IN_PROCESS
+    assert "KeyboardInterrupt" in records["test_b"]["output_tail"]
+    assert records["test_a"]["outcome"] == records["test_c"]["outcome"] == "passed"  # the others still ran
+
+
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="sends SIGINT to a process group")
 def test_ctrl_c_during_an_in_process_session_still_interrupts(tmp_path):
     import signal

@@ -87,6 +87,16 @@ def test_death_in_a_test_is_crashed_with_the_signal_or_exit_code():
     assert record.message == "process exited with status 3 during the test"
 
 
+def test_the_interrupt_status_is_named_only_with_its_traceback():
+    from xcompat.isolate.classify import TEST_INTERRUPT_EXIT, TEST_INTERRUPT_IN_PROCESS
+
+    kw = dict(timed_out=False, timeout_s=None, duration_s=0.1, device="cpu", traceback="")
+    raised = record_from_death("t::a", _exited(TEST_INTERRUPT_EXIT), output="Traceback ...\nKeyboardInterrupt\n", **kw)
+    assert raised.outcome == "crashed" and raised.message == TEST_INTERRUPT_IN_PROCESS
+    chosen = record_from_death("t::a", _exited(TEST_INTERRUPT_EXIT), output="", **kw)  # a test's os._exit(71)
+    assert chosen.outcome == "crashed" and chosen.message == f"process exited with status {TEST_INTERRUPT_EXIT} during the test"
+
+
 def test_killed_by_the_watchdog_is_timeout_not_crashed():
     record = record_from_death("t::a", _signalled(signal.SIGKILL), timed_out=True, timeout_s=2.5, duration_s=3.0,
                                device="cpu", output="", traceback="Thread 0x1 (most recent call first):")
