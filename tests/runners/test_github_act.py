@@ -3,7 +3,10 @@
 One pull request from a fork goes through the reusable workflow (verify + plan, build, test,
 report as a bundle with the read-only token, gate) and is then reported by the two-stage
 `xcompat-report.yml`. A change with a failing test then runs test -> abi -> report -> gate on
-the green run's artifacts and turns red. The GitHub API is the loopback fake checked against
+the green run's artifacts and turns red. A version tag then runs `release.yml`: the whole
+matrix, the gate, and the provenance and PyPI steps (stand-ins that record the files they
+were given), which must get exactly the wheels the builds recorded; the same publish job with
+a wheel swapped before the gate is refused and publishes nothing. The GitHub API is the loopback fake checked against
 GitHub's OpenAPI description.
 """
 
@@ -254,3 +257,98 @@ def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
     diffs = list((work / "xdg-cache").rglob(".xcompat-out/abi-diff.json"))
     assert diffs and json.loads(diffs[-1].read_text())["required_bump"] == "none"  # the same wheel as the baseline
     assert green.fake.violations == []
+
+
+# -- release.yml: a version tag gates and publishes exactly the wheels the passing builds recorded --
+
+def release_workflow(sha: str) -> str:
+    """workflows/release.yml as a user installs it: both pins filled in, plus what this sample
+    needs on this machine (the testing extra, the native build backend)."""
+    text = pin_xcompat((REPO_ROOT / "workflows" / "release.yml").read_text(), sha)
+    text, added = re.subn(r"\n(\s+)(xcompat-ref: .*)\n",
+                          r"\n\1\2\n\1extras: testing\n\1build-args: |\n\1  --backend\n\1  native\n", text, count=1)
+    assert added == 1 and "<sha>" not in text
+    return text
+
+
+def tag_push_event(project: Project, tag: str, head: str) -> dict:
+    repo = {"id": REPO_ID, "name": "sample-ext", "full_name": REPOSITORY, "owner": {"login": OWNER},
+            "url": f"https://api.github.com/repos/{REPOSITORY}", "default_branch": "main"}
+    return {"ref": f"refs/tags/{tag}", "before": "0" * 40, "after": head, "created": True,
+            "repository": repo, "pusher": {"name": OWNER}}
+
+
+def calls(green: GreenRun, run_id: int) -> list[dict]:
+    path = green.work / "artifacts" / "calls" / f"{run_id}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+RELEASE_RUN = 105
+
+
+@pytest.fixture(scope="module")
+def released(green: GreenRun) -> tuple[str, object]:
+    import subprocess
+    import sys
+
+    project = green.project
+    git(project.path, "checkout", "-q", "-b", "release", green.head)
+    # The last release's ABI snapshot, committed with the release as the workflow expects.
+    [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("*.whl")
+    subprocess.run([sys.executable, "-m", "xcompat", "abi", "snapshot", str(wheel), "--output",
+                    str(project.path / ".xcompat" / "abi-baseline.json.gz")], check=True, capture_output=True)
+    install_workflow(project.path, "release.yml", release_workflow(green.sha))
+    head = commit_all(project.path, "release 1.0.0")
+    git(project.path, "tag", "v0.9.0", project.base)  # the previous release
+    git(project.path, "tag", "v1.0.0", head)
+    # The gate verifies the matrix against the default branch's trust list (origin/main).
+    git(project.path, "update-ref", "refs/remotes/origin/main", project.base)
+    run = run_act(project.path, "push", tag_push_event(project, "v1.0.0", head), work=green.work, forge=green.forge,
+                  run_id=RELEASE_RUN, token="good-token", api_url=green.fake.url, workflow="release.yml",
+                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+    return head, run
+
+
+def test_a_green_tag_is_gated_then_publishes_exactly_the_recorded_wheels(green: GreenRun, released) -> None:
+    _head, run = released
+    assert run.returncode == 0, run.log[-8000:]
+    publish = [name for name in run.jobs if name.endswith("Gate and publish")]
+    assert publish and all(run.jobs[name] == "success" for name in publish), run.jobs
+    assert re.search(r"^\[Release/Gate and publish\].*release allowed: all \d+ checks passed", run.log, re.MULTILINE)
+    builds = list((green.work / "artifacts" / str(RELEASE_RUN)).glob("xcompat-results-*-build/**/build.json"))
+    assert builds, "the release run recorded no build"
+    recorded = {(w["file"].rsplit("/", 1)[-1], w["sha256"]) for b in builds for w in json.loads(b.read_text())["wheels"]}
+    made = calls(green, RELEASE_RUN)
+    assert [c["kind"] for c in made] == ["attest", "publish"], made
+    for call in made:
+        assert {(f["file"], f["sha256"]) for f in call["files"]} == recorded, (call, recorded)
+    assert green.fake.violations == []
+
+
+def test_a_wheel_swapped_after_the_builds_is_refused_and_nothing_is_published(green: GreenRun, released) -> None:
+    # release.yml's own publish job on the release run's artifacts, with one step added before
+    # the gate that rebuilds a wheel's bytes (a compromised step, a cache poisoned in between).
+    _head, first = released
+    assert first.returncode == 0, first.log[-4000:]
+    doc = yaml.safe_load(release_workflow(green.sha))
+    job = doc["jobs"]["publish"]
+    job.pop("needs")
+    for step in job["steps"]:
+        if str(step.get("uses", "")).startswith("actions/download-artifact@"):
+            step["with"].update({"run-id": str(RELEASE_RUN), "github-token": "${{ github.token }}"})
+    gate_at = next(i for i, s in enumerate(job["steps"]) if s.get("name") == "Release gate")
+    job["steps"].insert(gate_at, {"name": "swap a wheel", "shell": "bash", "run": (
+        "set -euo pipefail\nw=$(ls dist/*.whl | head -n1)\n"
+        "python3 -c \"import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('extra.txt', 'x')\" \"$w\"")})
+    doc = {"name": "Swapped release", "on": "push", "permissions": {}, "jobs": {"publish": job}}
+    project = green.project
+    install_workflow(project.path, "swapped.yml", yaml.safe_dump(doc, sort_keys=False))
+    head = commit_all(project.path, "a release whose wheel is swapped before the gate")
+    git(project.path, "tag", "v1.0.1", head)
+    run = run_act(project.path, "push", tag_push_event(project, "v1.0.1", head), work=green.work, forge=green.forge,
+                  run_id=RELEASE_RUN + 1, token="good-token", api_url=green.fake.url, workflow="swapped.yml",
+                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+    assert run.returncode != 0, run.log[-8000:]
+    assert re.search(r"release refused: 1 of \d+ checks failed \(wheels\)", run.log), run.log[-8000:]
+    assert "swap a wheel" in run.log
+    assert calls(green, RELEASE_RUN + 1) == []  # neither attested nor published
