@@ -113,7 +113,7 @@ class AbiDiff:
             "new": self.new.summary(),
             "counts": self.counts(),
             "gating": len(self.gating),
-            "filtered": dict(self.filtered),
+            "filtered": dict(sorted(self.filtered.items())),  # stable across runs (set order varies)
             "findings": [f.to_dict() for f in order],
             "pairs": [p.to_dict() for p in self.pairs],
             "unchecked": list(self.unchecked),
