@@ -115,3 +115,17 @@ def measure(label: str, cmds: list[list[str]], repeat: int) -> tuple[float, int]
 
 def xcompat(*args: str) -> list[str]:
     return [PY, "-m", "xcompat", *args]
+
+
+def interleaved_cpu_ratio(cmds_a: list[list[str]], cmds_b: list[list[str]], repeat: int) -> tuple[float, float, float]:
+    """Median of per-round CPU ratios a/b, running a and b alternately in each round, so that a
+    change in the machine's load between two series cannot bias the ratio; also the median
+    CPU seconds of a and of b."""
+    ratios, cpu_a, cpu_b = [], [], []
+    for _ in range(repeat):
+        a = sum(run(cmd)[1] for cmd in cmds_a)
+        b = sum(run(cmd)[1] for cmd in cmds_b)
+        ratios.append(a / b)
+        cpu_a.append(a)
+        cpu_b.append(b)
+    return statistics.median(ratios), statistics.median(cpu_a), statistics.median(cpu_b)

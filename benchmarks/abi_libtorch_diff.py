@@ -18,7 +18,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_common import LAST_CPU, PY, extract, measure, torch_new_wheel, torch_old_wheel, xcompat
+from abi_common import (
+    LAST_CPU,
+    PY,
+    extract,
+    interleaved_cpu_ratio,
+    measure,
+    torch_new_wheel,
+    torch_old_wheel,
+    xcompat,
+)
 
 PYELFTOOLS = r"""
 import sys
@@ -73,6 +82,11 @@ def main() -> None:
     cpu = LAST_CPU["xcompat abi diff --format json"] / LAST_CPU["nm -D --defined-only (both files)"]
     print(f"  ratio xcompat / nm: {ours / nm:.2f}x wall, {cpu:.2f}x CPU, {ours_rss / max(nm_rss, 1):.2f}x memory "
           "(goal: within 1.5x)")
+    paired, ours_cpu, nm_cpu = interleaved_cpu_ratio(
+        [xcompat("abi", "diff", str(old), str(new), "--format", "json")],
+        [["nm", "-D", "--defined-only", str(old)], ["nm", "-D", "--defined-only", str(new)]], args.repeat)
+    print(f"  ratio xcompat / nm, the two run alternately: {paired:.2f}x CPU (median of {args.repeat} rounds; "
+          f"{ours_cpu:.3f} s vs {nm_cpu:.3f} s)")
     if shutil.which("abidiff") and not args.skip_abidiff:
         measure("abidiff (libabigail)", [["abidiff", str(old), str(new)]], 1)
         ratio = LAST_CPU["abidiff (libabigail)"] / LAST_CPU["xcompat abi diff --format json"]

@@ -1,3 +1,3 @@
-from xcompat.cli import main
+from xcompat.cli import run
 
-raise SystemExit(main())
+run()

@@ -62,3 +62,37 @@ def test_gitlab_sections_and_github_outputs(tmp_path):
     name, rest = body.split("<<", 1)
     delim = rest.splitlines()[0]
     assert name == "matrix" and body.endswith(delim + "\n") and '{"a":\n1}' in body
+
+
+def _console(tmp_path, body: str, *argv: str) -> subprocess.CompletedProcess:
+    """Run ``body`` then the console entry point with ``argv`` in a fresh interpreter."""
+    code = f"import atexit, sys, threading, time\nfrom xcompat.cli import run\n{body}\nsys.argv = ['xcompat', *{list(argv)!r}]\nrun()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
+
+
+def test_the_console_entry_skips_teardown_but_not_output_handlers_or_exit_codes(tmp_path):
+    import json
+    from pathlib import Path
+
+    matrix = str(Path(__file__).resolve().parents[2] / "examples" / "sample-ext" / ".xcompat" / "matrix.yml")
+    # A whole plan on stdout (buffered, through a pipe), the exit handlers, and exit code 0.
+    proc = _console(tmp_path, "atexit.register(lambda: sys.stderr.write('exit handlers ran\\n'))",
+                    "matrix", "plan", matrix, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["cells"]) > 1
+    assert "exit handlers ran" in proc.stderr
+    # An error keeps its documented exit code and message.
+    (tmp_path / "bad.yml").write_text("xcompat: [\n")
+    proc = _console(tmp_path, "", "matrix", "validate", "bad.yml")
+    assert proc.returncode == 2 and "bad.yml" in proc.stderr, (proc.returncode, proc.stderr)
+    # Teardown is skipped: an object finalized only by the interpreter's shutdown is not.
+    proc = _console(tmp_path, "class Late:\n    def __del__(self):\n        print('torn down', flush=True)\nkeep = Late()",
+                    "matrix", "validate", matrix)
+    assert proc.returncode == 0 and "torn down" not in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_the_console_entry_waits_for_threads_still_running(tmp_path):
+    body = "threading.Thread(target=lambda: (time.sleep(0.3), print('thread finished', flush=True))).start()"
+    proc = _console(tmp_path, body, "matrix", "validate", "missing.yml")
+    assert proc.returncode == 2 and "thread finished" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)

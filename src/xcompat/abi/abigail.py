@@ -10,7 +10,6 @@ is folded in as one finding. Its exit status is a bit field: 1 error, 2 usage er
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 ABIDIFF_ERROR = 1
@@ -50,6 +49,8 @@ def run_abidiff(old: Path, new: Path, add, unchecked: list[str], *, old_debug: b
             "were not checked: no DWARF debug info on both sides (build with -g to enable the abidiff tier)"
         )
         return
+    import subprocess  # here: most diffs have no debug info and never start abidiff
+
     tool = shutil.which("abidiff")
     if tool is None:
         unchecked.append("type-level changes were not checked: both sides have debug info but abidiff "

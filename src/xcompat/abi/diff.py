@@ -188,14 +188,16 @@ def diff_manifests(
     diff_tags(old, new, c)
     diff_requires(old, new, c)
     unchecked = list(old.unchecked) + list(new.unchecked) + c.unchecked
-    from xcompat.abi.pyapi import diff_python_api
-    from xcompat.abi.torchops import diff_torch_ops
-
+    # Imported only when there is something to compare: a diff of two libraries has neither.
     if old.python_api is not None and new.python_api is not None:
+        from xcompat.abi.pyapi import diff_python_api
+
         diff_python_api(old.python_api, new.python_api, c.add)
     elif old.python_api is not None or new.python_api is not None:
         unchecked.append("Python API: extracted on one side only; not compared")
     if old.torch_ops is not None and new.torch_ops is not None:
+        from xcompat.abi.torchops import diff_torch_ops
+
         diff_torch_ops(old.torch_ops, new.torch_ops, c.add)
     elif old.torch_ops is not None or new.torch_ops is not None:
         unchecked.append("torch operator schemas: extracted on one side only; not compared")
