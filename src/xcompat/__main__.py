@@ -1,3 +1,3 @@
 from xcompat.cli import run
 
-run()
+raise SystemExit(run())

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from xcompat import __version__
 from xcompat.errors import Interrupted, XcompatError
@@ -136,9 +138,27 @@ def report_error(exc: XcompatError) -> None:
         log.info(f"  {detail}")
 
 
-def run() -> None:
-    """The console entry point: :func:`main`, then :func:`exit_now`."""
-    exit_now(main())
+def run() -> int:
+    """The console entry point (``xcompat``, ``python -m xcompat``): :func:`main`, then
+    :func:`exit_now` when nothing runs around xcompat in this process. Under a wrapper that
+    acts after the program returns (``coverage run -m xcompat`` saves its data then; a
+    profiler, a debugger) the exit code is returned instead."""
+    code = main()
+    if _called_at_top(sys._getframe(1)):
+        exit_now(code)
+    return code
+
+
+def _called_at_top(frame: Any) -> bool:
+    """Whether ``frame`` is a script's top level with nothing under it but ``runpy`` (``-m``)."""
+    if frame.f_code.co_name != "<module>":
+        return False
+    below = frame.f_back
+    while below is not None:
+        if below.f_globals.get("__name__") != "runpy":  # its file may be "<frozen runpy>"
+            return False
+        below = below.f_back
+    return True
 
 
 def exit_now(code: int) -> None:
@@ -152,7 +172,6 @@ def exit_now(code: int) -> None:
     exit is kept, since it waits for them.
     """
     import atexit
-    import os
     import threading
 
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
@@ -168,4 +187,4 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    raise SystemExit(run())

@@ -96,3 +96,40 @@ def test_the_console_entry_waits_for_threads_still_running(tmp_path):
     body = "threading.Thread(target=lambda: (time.sleep(0.3), print('thread finished', flush=True))).start()"
     proc = _console(tmp_path, body, "matrix", "validate", "missing.yml")
     assert proc.returncode == 2 and "thread finished" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_under_a_wrapper_the_console_entry_returns_instead_of_exiting(tmp_path):
+    # coverage run -m xcompat, profilers and debuggers act after the program returns.
+    code = ("import sys\nfrom xcompat.cli import run\n"
+            "def wrapper():\n    sys.argv = ['xcompat', 'matrix', 'validate', 'missing.yml']\n    return run()\n"
+            "print('returned', wrapper(), flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
+    assert proc.returncode == 0 and "returned 2" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("entry", ["module", "script"])
+def test_python_dash_m_and_the_script_skip_the_teardown(tmp_path, entry):
+    # runpy's frames lie under `python -m xcompat` (its file is "<frozen runpy>" on 3.11+);
+    # an object finalized only at interpreter teardown shows whether it happened.
+    import os
+    from pathlib import Path
+
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(
+        "import builtins\nclass _Late:\n    def __del__(self):\n        print('torn down', flush=True)\n"
+        "builtins._xcompat_teardown_probe = _Late()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(probe), os.environ.get("PYTHONPATH")]))}
+    matrix = str(Path(__file__).resolve().parents[2] / "examples" / "sample-ext" / ".xcompat" / "matrix.yml")
+    script = Path(sys.executable).with_name("xcompat")
+    if entry == "script" and not script.exists():
+        pytest.skip(f"no console script beside {sys.executable}")
+    argv = [sys.executable, "-m", "xcompat"] if entry == "module" else [str(script)]
+    proc = subprocess.run([*argv, "matrix", "validate", matrix], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "torn down" not in proc.stdout
+    control = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True, env=env, timeout=60,
+                             check=False)
+    assert "torn down" in control.stdout  # the probe works
