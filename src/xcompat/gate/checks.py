@@ -333,8 +333,11 @@ def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
     """The wheels about to be published are exactly the ones passing builds of required cells recorded.
 
     Every ``*.whl`` in ``dist`` must match, by name and sha256, a wheel recorded by a
-    passing build result; every wheel name those builds recorded must be in ``dist``.
-    Provenance is then attested over these bytes, not over whatever a later step rebuilt.
+    passing build result; every wheel name those builds recorded must be in ``dist``; and
+    nothing else may lie there that an upload would publish too (``twine upload dist/*``, as
+    pypa/gh-action-pypi-publish runs it, takes every file: an sdist dropped there by a build
+    step would go out ungated). Provenance is then attested over these bytes, not over
+    whatever a later step rebuilt.
     """
     if not dist.is_dir():
         raise InputError("wheel folder not found", file=dist, hint="download the wheel artifacts there first")
@@ -359,8 +362,15 @@ def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
                             details=details)
     unknown = [name for name, digest in on_disk.items() if digest not in recorded.get(name, set())]
     missing = sorted(set(recorded) - set(on_disk))
-    if unknown or missing:
+    # dotfiles are not matched by the upload's glob; folders are not uploaded
+    others = sorted(p.name for p in dist.iterdir() if p.suffix != ".whl" and not p.name.startswith(".")
+                    and not p.is_dir())
+    if unknown or missing or others:
         parts = []
+        if others:
+            parts.append(f"{len(others)} file(s) that are not recorded wheels but would be uploaded too "
+                         f"({', '.join(others[:3])})")
+            details["others"] = others
         if unknown:
             parts.append(f"{len(unknown)} wheel(s) no passing build recorded with these bytes ({', '.join(unknown[:3])})")
         if missing:

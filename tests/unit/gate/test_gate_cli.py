@@ -290,6 +290,22 @@ def test_rebuilt_or_extra_or_missing_wheel_is_refused(built: Repo) -> None:
     assert f"1 recorded wheel(s) absent ({name})" in checks_by_name(doc)["wheels"]["reason"]
 
 
+@pytest.mark.parametrize("extra", ["sample_ext-1.1.0.tar.gz", "sample_ext-1.1.0.zip", "notes.txt"])
+def test_any_other_file_the_upload_would_publish_is_refused(built: Repo, extra: str) -> None:
+    # `twine upload dist/*` publishes every file there, not only the gated wheels.
+    dist = built.path / "dist"
+    (dist / extra).write_bytes(b"not built by any cell")
+    (dist / ".gitkeep").write_bytes(b"")  # not matched by the upload's glob
+    (dist / "logs").mkdir()  # folders are not uploaded
+    rc, out, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    assert rc == 1, out
+    wheels = checks_by_name(doc)["wheels"]
+    assert wheels["passed"] is False and f"would be uploaded too ({extra})" in wheels["reason"], wheels
+    (dist / extra).unlink()
+    rc, out, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    assert rc == 0, out
+
+
 def test_build_result_covering_cells_counts_per_cell(built: Repo) -> None:
     path = built.path / "results" / "build" / "build.json"
     document = json.loads(path.read_text())
