@@ -3,10 +3,10 @@
 One pull request from a fork goes through the reusable workflow (verify + plan, build, test,
 report as a bundle with the read-only token, gate) and is then reported by the two-stage
 `xcompat-report.yml`. A change with a failing test then runs test -> abi -> report -> gate on
-the green run's artifacts and turns red. A version tag then runs `release.yml`: the whole
-matrix, the gate, and the provenance and PyPI steps (stand-ins that record the files they
-were given), which must get exactly the wheels the builds recorded; the same publish job with
-a wheel swapped before the gate is refused and publishes nothing. The GitHub API is the loopback fake checked against
+the green run's artifacts and turns red. A version tag then runs `release.yml`'s publish job
+on the green run's artifacts: ABI diff, the gate, and the provenance and PyPI steps (stand-ins
+that record the files they were given), which must get exactly the wheels the builds recorded;
+the same job with a wheel swapped before the gate is refused and publishes nothing. The GitHub API is the loopback fake checked against
 GitHub's OpenAPI description.
 """
 
@@ -260,6 +260,9 @@ def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
 
 
 # -- release.yml: a version tag gates and publishes exactly the wheels the passing builds recorded --
+# Its `xcompat` job is the reusable workflow the pull request above already ran; its publish job
+# runs here on a tag push, on that run's artifacts (plan, results, wheels), as the shipped file
+# has it apart from the two download inputs that point at that run and the `needs` on it.
 
 def release_workflow(sha: str) -> str:
     """workflows/release.yml as a user installs it: both pins filled in, plus what this sample
@@ -271,7 +274,25 @@ def release_workflow(sha: str) -> str:
     return text
 
 
-def tag_push_event(project: Project, tag: str, head: str) -> dict:
+def publish_job(green: GreenRun, name: str, *, swap_a_wheel: bool = False) -> str:
+    doc = yaml.safe_load(release_workflow(green.sha))
+    # What is not run here is checked as written: the matrix runs first, through the reusable
+    # workflow at the pinned xcompat commit, and publishing waits for it.
+    matrix_job, job = doc["jobs"]["xcompat"], doc["jobs"]["publish"]
+    assert matrix_job["uses"] == "./.github/workflows/xcompat.yml" and matrix_job["with"]["xcompat-ref"] == green.sha
+    assert job.pop("needs") == "xcompat"
+    for step in job["steps"]:
+        if str(step.get("uses", "")).startswith("actions/download-artifact@"):
+            step["with"].update({"run-id": str(green.run_id), "github-token": "${{ github.token }}"})
+    if swap_a_wheel:  # a compromised step or a poisoned cache between the builds and the gate
+        gate_at = next(i for i, s in enumerate(job["steps"]) if s.get("name") == "Release gate")
+        job["steps"].insert(gate_at, {"name": "swap a wheel", "shell": "bash", "run": (
+            "set -euo pipefail\nw=$(ls dist/*.whl | head -n1)\n"
+            "python3 -c \"import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('extra.txt', 'x')\" \"$w\"")})
+    return yaml.safe_dump({"name": name, "on": "push", "permissions": {}, "jobs": {"publish": job}}, sort_keys=False)
+
+
+def tag_push_event(tag: str, head: str) -> dict:
     repo = {"id": REPO_ID, "name": "sample-ext", "full_name": REPOSITORY, "owner": {"login": OWNER},
             "url": f"https://api.github.com/repos/{REPOSITORY}", "default_branch": "main"}
     return {"ref": f"refs/tags/{tag}", "before": "0" * 40, "after": head, "created": True,
@@ -287,7 +308,7 @@ RELEASE_RUN = 105
 
 
 @pytest.fixture(scope="module")
-def released(green: GreenRun) -> tuple[str, object]:
+def release_branch(green: GreenRun) -> Project:
     import subprocess
     import sys
 
@@ -297,26 +318,28 @@ def released(green: GreenRun) -> tuple[str, object]:
     [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("*.whl")
     subprocess.run([sys.executable, "-m", "xcompat", "abi", "snapshot", str(wheel), "--output",
                     str(project.path / ".xcompat" / "abi-baseline.json.gz")], check=True, capture_output=True)
-    install_workflow(project.path, "release.yml", release_workflow(green.sha))
-    head = commit_all(project.path, "release 1.0.0")
     git(project.path, "tag", "v0.9.0", project.base)  # the previous release
-    git(project.path, "tag", "v1.0.0", head)
     # The gate verifies the matrix against the default branch's trust list (origin/main).
     git(project.path, "update-ref", "refs/remotes/origin/main", project.base)
-    run = run_act(project.path, "push", tag_push_event(project, "v1.0.0", head), work=green.work, forge=green.forge,
-                  run_id=RELEASE_RUN, token="good-token", api_url=green.fake.url, workflow="release.yml",
-                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
-    return head, run
+    return project
 
 
-def test_a_green_tag_is_gated_then_publishes_exactly_the_recorded_wheels(green: GreenRun, released) -> None:
-    _head, run = released
+def release(green: GreenRun, project: Project, tag: str, workflow: str, run_id: int):
+    head = commit_all(project.path, f"release {tag}")
+    git(project.path, "tag", tag, head)
+    return run_act(project.path, "push", tag_push_event(tag, head), work=green.work, forge=green.forge,
+                   run_id=run_id, token="good-token", api_url=green.fake.url, workflow=workflow,
+                   extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+
+
+def test_a_green_tag_is_gated_then_publishes_exactly_the_recorded_wheels(green: GreenRun, release_branch) -> None:
+    install_workflow(release_branch.path, "release.yml", publish_job(green, "Release"))
+    run = release(green, release_branch, "v1.0.0", "release.yml", RELEASE_RUN)
     assert run.returncode == 0, run.log[-8000:]
-    publish = [name for name in run.jobs if name.endswith("Gate and publish")]
-    assert publish and all(run.jobs[name] == "success" for name in publish), run.jobs
+    assert run.jobs.get("Release/Gate and publish") == "success", run.jobs
     assert re.search(r"^\[Release/Gate and publish\].*release allowed: all \d+ checks passed", run.log, re.MULTILINE)
-    builds = list((green.work / "artifacts" / str(RELEASE_RUN)).glob("xcompat-results-*-build/**/build.json"))
-    assert builds, "the release run recorded no build"
+    builds = list((green.work / "artifacts" / str(green.run_id)).glob("xcompat-results-*-build/**/build.json"))
+    assert builds, "the pull request's run recorded no build"
     recorded = {(w["file"].rsplit("/", 1)[-1], w["sha256"]) for b in builds for w in json.loads(b.read_text())["wheels"]}
     made = calls(green, RELEASE_RUN)
     assert [c["kind"] for c in made] == ["attest", "publish"], made
@@ -325,30 +348,11 @@ def test_a_green_tag_is_gated_then_publishes_exactly_the_recorded_wheels(green: 
     assert green.fake.violations == []
 
 
-def test_a_wheel_swapped_after_the_builds_is_refused_and_nothing_is_published(green: GreenRun, released) -> None:
-    # release.yml's own publish job on the release run's artifacts, with one step added before
-    # the gate that rebuilds a wheel's bytes (a compromised step, a cache poisoned in between).
-    _head, first = released
-    assert first.returncode == 0, first.log[-4000:]
-    doc = yaml.safe_load(release_workflow(green.sha))
-    job = doc["jobs"]["publish"]
-    job.pop("needs")
-    for step in job["steps"]:
-        if str(step.get("uses", "")).startswith("actions/download-artifact@"):
-            step["with"].update({"run-id": str(RELEASE_RUN), "github-token": "${{ github.token }}"})
-    gate_at = next(i for i, s in enumerate(job["steps"]) if s.get("name") == "Release gate")
-    job["steps"].insert(gate_at, {"name": "swap a wheel", "shell": "bash", "run": (
-        "set -euo pipefail\nw=$(ls dist/*.whl | head -n1)\n"
-        "python3 -c \"import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('extra.txt', 'x')\" \"$w\"")})
-    doc = {"name": "Swapped release", "on": "push", "permissions": {}, "jobs": {"publish": job}}
-    project = green.project
-    install_workflow(project.path, "swapped.yml", yaml.safe_dump(doc, sort_keys=False))
-    head = commit_all(project.path, "a release whose wheel is swapped before the gate")
-    git(project.path, "tag", "v1.0.1", head)
-    run = run_act(project.path, "push", tag_push_event(project, "v1.0.1", head), work=green.work, forge=green.forge,
-                  run_id=RELEASE_RUN + 1, token="good-token", api_url=green.fake.url, workflow="swapped.yml",
-                  extra_env={"GITHUB_REPOSITORY_ID": str(REPO_ID)})
+def test_a_wheel_swapped_after_the_builds_is_refused_and_nothing_is_published(green: GreenRun,
+                                                                            release_branch) -> None:
+    install_workflow(release_branch.path, "swapped.yml", publish_job(green, "Swapped release", swap_a_wheel=True))
+    run = release(green, release_branch, "v1.0.1", "swapped.yml", RELEASE_RUN + 1)
     assert run.returncode != 0, run.log[-8000:]
-    assert re.search(r"release refused: 1 of \d+ checks failed \(wheels\)", run.log), run.log[-8000:]
     assert "swap a wheel" in run.log
+    assert re.search(r"release refused: 1 of \d+ checks failed \(wheels\)", run.log), run.log[-8000:]
     assert calls(green, RELEASE_RUN + 1) == []  # neither attested nor published
