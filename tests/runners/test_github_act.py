@@ -226,16 +226,22 @@ jobs:
 """
 
 
-def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
-    project = green.project
-    git(project.path, "checkout", "-q", "-b", "red", green.head)
-    # The baseline the ABI stage diffs against: a snapshot of the green run's wheel.
+def branch_with_abi_baseline(green: GreenRun, branch: str) -> Project:
+    """A branch from the green head with the ABI baseline the abi stage diffs against (the last
+    release's snapshot, as `xcompat abi snapshot` writes it): a snapshot of the green run's wheel."""
     import subprocess
     import sys
 
+    project = green.project
+    git(project.path, "checkout", "-q", "-b", branch, green.head)
     [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("*.whl")
     subprocess.run([sys.executable, "-m", "xcompat", "abi", "snapshot", str(wheel), "--output",
                     str(project.path / ".xcompat" / "abi-baseline.json.gz")], check=True, capture_output=True)
+    return project
+
+
+def test_failing_cell_turns_test_report_and_gate_red(green: GreenRun) -> None:
+    project = branch_with_abi_baseline(green, "red")
     (project.path / "tests" / "test_regression.py").write_text(
         "def test_scale_is_kept():\n    assert 2 * 3 == 7, 'the scale factor was dropped'\n")
     text = (RED_WORKFLOW.replace("XCOMPAT_SHA", green.sha).replace("GREEN_RUN", str(green.run_id))
@@ -309,15 +315,7 @@ RELEASE_RUN = 105
 
 @pytest.fixture(scope="module")
 def release_branch(green: GreenRun) -> Project:
-    import subprocess
-    import sys
-
-    project = green.project
-    git(project.path, "checkout", "-q", "-b", "release", green.head)
-    # The last release's ABI snapshot, committed with the release as the workflow expects.
-    [wheel] = artifact(green, f"xcompat-wheels-{project.cell}").glob("*.whl")
-    subprocess.run([sys.executable, "-m", "xcompat", "abi", "snapshot", str(wheel), "--output",
-                    str(project.path / ".xcompat" / "abi-baseline.json.gz")], check=True, capture_output=True)
+    project = branch_with_abi_baseline(green, "release")  # committed with the release, as release.yml expects
     git(project.path, "tag", "v0.9.0", project.base)  # the previous release
     # The gate verifies the matrix against the default branch's trust list (origin/main).
     git(project.path, "update-ref", "refs/remotes/origin/main", project.base)
