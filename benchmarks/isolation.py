@@ -3,11 +3,13 @@
 **Real suites** (``--suites real``): the released sdists of markupsafe, simplejson (tests inside
 the package, run with ``--pyargs`` against the wheel) and ujson are downloaded with
 ``pip download``, built with ``pip wheel`` and cached (tests/helpers/real_projects.py). Each
-suite runs, interleaved, ``--repeats`` times in three ways:
+suite runs, interleaved, ``--repeats`` times in four ways:
 
 * plain ``python -m pytest``: the alternative, no isolation;
 * ``xcompat test --isolate file``: one process per test file;
-* ``xcompat test --isolate test``: one process per test (the default).
+* ``xcompat test --isolate test``: one process per test (the default);
+* the same with ``XCOMPAT_TEST_ZYGOTE=0``: each test process forked by the warm parent itself,
+  not by the zygote (``xcompat.isolate.zygote``), to show what the zygote buys.
 
 Printed per suite: the run loop's time per test (a plugin wraps ``pytest_runtestloop`` in the
 parent; start-up and collection are paid once and excluded), the whole command's wall time,
@@ -192,7 +194,9 @@ def pytest_runtestloop(session):
                 json.dump({"loop_s": time.perf_counter() - start, "n": len(session.items),
                            "outcomes": _outcomes}, fh)
 """
-MODES = ("plain pytest", "--isolate file", "--isolate test")
+MODES = ("plain pytest", "--isolate file", "--isolate test", "test, no zygote")
+# "test, no zygote": --isolate test with every test process forked by the warm parent itself
+# (XCOMPAT_TEST_ZYGOTE=0), what the zygote (xcompat.isolate.zygote) replaced.
 
 
 def real_suite_run(mode: str, *, cwd: Path, targets: list[str], pyargs: bool, run_env: dict[str, str],
@@ -202,8 +206,11 @@ def real_suite_run(mode: str, *, cwd: Path, targets: list[str], pyargs: bool, ru
     if mode == "plain pytest":
         cmd = [sys.executable, "-m", "pytest", "-q", *pytest_args, *targets]
     else:
-        cmd = [sys.executable, "-m", "xcompat", "test", *targets, "--isolate", mode.split()[-1],
+        isolation = "test" if mode.startswith("test") else mode.split()[-1]
+        cmd = [sys.executable, "-m", "xcompat", "test", *targets, "--isolate", isolation,
                "--timeout", "120", "--", "-q", *pytest_args]
+        if "no zygote" in mode:
+            run_env = {**run_env, "XCOMPAT_TEST_ZYGOTE": "0"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env={**run_env, "BENCH_OUT": str(out)}, capture_output=True, text=True,
@@ -269,6 +276,9 @@ def bench_real_suites(repeats: int, tmp: Path) -> list[str]:
                      f" {cpu['--isolate file'] / cpu['plain pytest']:.2f}x command CPU (target <= 1.2x)")
         lines.append(f"    --isolate test / plain pytest:    {loop['--isolate test'] / loop['plain pytest']:.1f}x loop wall,"
                      f" {wall['--isolate test'] / wall['plain pytest']:.1f}x command wall")
+        no_zygote_ms = (per_test["test, no zygote"] - per_test["plain pytest"]) * 1000
+        lines.append(f"    forked by the parent, no zygote:  {no_zygote_ms:.1f} ms/test over plain pytest;"
+                     f" the zygote's run loop is {loop['--isolate test'] / loop['test, no zygote']:.2f}x its time")
         verdicts.append((name, overhead_ms <= 10, file_ratio <= 1.2))
     lines.append("targets met: " + ", ".join(
         f"{name} test:{'yes' if ok_test else 'NO'} file:{'yes' if ok_file else 'NO'}"

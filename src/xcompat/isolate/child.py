@@ -32,17 +32,22 @@ class ChildPlan:
     write_fd: int  # message pipe
     out_path: str  # captured stdout+stderr of the process (fd level)
     crash_path: str  # faulthandler output
+    # The two files opened by the process that forked this one (-1: open the paths). A test
+    # that empties the temp folder while a spare is being forked then takes nothing from it.
+    out_fd: int = -1
+    crash_fd: int = -1
     env: tuple[tuple[str, str], ...] = ()
     threads: int | None = None
     leak_kinds: tuple[str, ...] = ()
     leak_policy: LeakPolicy = field(default_factory=LeakPolicy)
 
 
-def _redirect_output(out_path: str) -> None:
+def _redirect_output(out_path: str, fd: int = -1) -> None:
     """Send fd 1 and 2 (C and Python output alike) to the per-process output file."""
     sys.stdout.flush()
     sys.stderr.flush()
-    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    if fd < 0:
+        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -176,8 +181,10 @@ def prepare_process(plan: ChildPlan, config: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     for key, value in plan.env:
         os.environ[key] = value
-    _redirect_output(plan.out_path)
-    crash_fd = os.open(plan.crash_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    _redirect_output(plan.out_path, plan.out_fd)
+    crash_fd = plan.crash_fd
+    if crash_fd < 0:
+        crash_fd = os.open(plan.crash_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     faulthandler.enable(file=crash_fd, all_threads=True)
     if DUMP_SIGNAL is not None:
         faulthandler.register(DUMP_SIGNAL, file=crash_fd, all_threads=True, chain=False)

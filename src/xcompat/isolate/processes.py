@@ -21,7 +21,7 @@ from xcompat.isolate.child import ChildPlan, run_forked_child
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import LeakReport
-from xcompat.isolate.watchdog import kill_group
+from xcompat.isolate.watchdog import kill_group, reap
 from xcompat.isolate.wire import MessageReader, encode_assignment, read_assignment
 
 
@@ -80,6 +80,10 @@ class Launcher(Protocol):
 
     def prepare_spare(self, config: Any, slot_index: int) -> None: ...
 
+    def reap(self, process: TestProcess, *, block: bool) -> None:
+        """Set ``process.status`` once it exited (``block``: wait for that)."""
+        ...
+
     def ended(self, process: TestProcess) -> None: ...
 
     def close(self) -> None: ...
@@ -125,6 +129,16 @@ def output_files(folder: str) -> tuple[str, str]:
     fd, crash_path = tempfile.mkstemp(prefix="crash-", dir=folder)
     os.close(fd)
     return out_path, crash_path
+
+
+def open_output(out_path: str, crash_path: str) -> tuple[int, int]:
+    """The (output, crash) files opened for appending, before a fork: the process inherits them."""
+    out_fd = os.open(out_path, os.O_WRONLY | os.O_APPEND)
+    try:
+        return out_fd, os.open(crash_path, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        os.close(out_fd)
+        raise
 
 
 def remove_files(process: TestProcess) -> None:
@@ -178,13 +192,29 @@ class ForkLauncher:
         self._items = list(items)
         self._positions = {id(item): i for i, item in enumerate(self._items)}
 
+    def plan(self, slot_index: int, *, write_fd: int, out_path: str, crash_path: str) -> ChildPlan:
+        """What a test process of slot ``slot_index`` is told (its output files are opened
+        here, before the fork)."""
+        out_fd, crash_fd = open_output(out_path, crash_path)
+        return ChildPlan(
+            write_fd=write_fd,
+            out_path=out_path,
+            crash_path=crash_path,
+            out_fd=out_fd,
+            crash_fd=crash_fd,
+            env=self.slots[slot_index].env,
+            threads=self.threads,
+            leak_kinds=self.leak_kinds,
+            leak_policy=self.leak_policy,
+        )
+
     def _fork(self, config: Any, slot_index: int, group: list[Any] | None) -> TestProcess:
         """Fork a test process for a slot; it prepares itself, then runs ``group``, or, as a
         spare (``group`` None), waits on its assignment pipe for the tests to run."""
-        slot = self.slots[slot_index]
         out_path, crash_path = output_files(self.folder)
         read_fd, write_fd = os.pipe()
         ctrl_r, ctrl_w = os.pipe() if group is None else (-1, -1)
+        plan = self.plan(slot_index, write_fd=write_fd, out_path=out_path, crash_path=crash_path)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -192,20 +222,12 @@ class ForkLauncher:
             os.close(read_fd)
             if group is None:
                 os.close(ctrl_w)
-            plan = ChildPlan(
-                write_fd=write_fd,
-                out_path=out_path,
-                crash_path=crash_path,
-                env=slot.env,
-                threads=self.threads,
-                leak_kinds=self.leak_kinds,
-                leak_policy=self.leak_policy,
-            )
             if group is not None:
                 run_forked_child(config, lambda: group, plan)  # never returns
             items = self._items
             run_forked_child(config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan)  # never returns
-        os.close(write_fd)
+        for fd in (write_fd, plan.out_fd, plan.crash_fd):
+            os.close(fd)
         if group is None:
             os.close(ctrl_r)
         os.set_blocking(read_fd, False)
@@ -247,6 +269,9 @@ class ForkLauncher:
     def prepare_spare(self, config: Any, slot_index: int) -> None:
         if slot_index not in self._spares:
             self._spares[slot_index] = self._fork(config, slot_index, None)
+
+    def reap(self, process: TestProcess, *, block: bool) -> None:
+        reap(process, block=block)
 
     def ended(self, process: TestProcess) -> None:
         """Nothing to release: the parent reaped the fork itself."""

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import pytest
 
+from xcompat.isolate import zygote
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, install_leak_check, prepare_parent
 from xcompat.isolate.classify import (
     BODY_NEVER_RAN,
@@ -88,17 +89,21 @@ class IsolatedRunner:
         self._inprocess: dict[str, RunningTest] = {}
         self._tmp = tempfile.mkdtemp(prefix="xcompat-test-")
         # Forking the next process while one runs hides the fork and the process's set-up.
-        # Per test, that only pays off with cores to spare (on a busy 2-core runner it was
-        # measured slower); per file, a second core suffices (benchmarks/isolation.py).
+        # From the zygote (xcompat.isolate.zygote) that costs the parent nothing, and a second
+        # core per slot suffices; forked by the parent itself, per test it only paid off with
+        # cores to spare (on a busy 2-core runner it was slower). benchmarks/isolation.py.
+        self.zygote = zygote.available()
         cores = os.cpu_count() or 1
-        self.prefork = cores >= (2 if isolation == "file" else 4) * len(self.slots)
+        self.prefork = cores >= (2 if isolation == "file" or self.zygote else 4) * len(self.slots)
         forced = os.environ.get("XCOMPAT_TEST_PREFORK")
         if forced in ("0", "1"):
             self.prefork = forced == "1"
 
     def launcher(self) -> Launcher:
-        """How test processes are started: forked from this warm process."""
-        return ForkLauncher(
+        """How test processes are started: forked from a zygote of this warm process, or from
+        the process itself where there can be no zygote (``xcompat.isolate.zygote``)."""
+        kind = zygote.ZygoteLauncher if self.zygote else ForkLauncher
+        return kind(
             slots=self.slots,
             folder=self._tmp,
             timeout_s=self.timeout_s,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from xcompat.isolate.outcomes import Isolation
 from xcompat.isolate.processes import Launcher, TestProcess
-from xcompat.isolate.watchdog import enforce_deadline, kill_group, next_wake, reap
+from xcompat.isolate.watchdog import enforce_deadline, kill_group, next_wake
 
 
 class ProcessEvents(Protocol):
@@ -119,7 +119,7 @@ def run_groups(
                         selector.unregister(process.read_fd)
                         watched.discard(process.pid)
                 elif process.status is None:
-                    reap(process, block=True)
+                    launcher.reap(process, block=True)
             for process in list(running.values()):  # a drain may start the next group
                 if process.pid not in watched and not process.messages.eof:
                     drain(process)  # what arrived meanwhile: done tests, before their deadlines count
@@ -127,7 +127,7 @@ def run_groups(
             for process in list(running.values()):
                 enforce_deadline(process, now)
                 if process.status is None and process.pidfd is None:
-                    reap(process, block=False)
+                    launcher.reap(process, block=False)
                 if process.status is None:
                     continue
                 if not process.messages.eof:

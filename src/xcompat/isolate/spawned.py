@@ -20,6 +20,7 @@ from typing import Any
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, prepare_process, run_items
 from xcompat.isolate.processes import Launcher, TestProcess, output_files, pidfd_of
 from xcompat.isolate.runner import IsolatedRunner
+from xcompat.isolate.watchdog import reap
 from xcompat.isolate.wire import Channel, MessageReader
 
 # A fresh interpreter must import everything first: extra time before its first test starts.
@@ -93,6 +94,9 @@ class SpawnLauncher:
         if self.timeout_s:
             process.deadline = now + self.timeout_s + START_ALLOWANCE_S
         return process
+
+    def reap(self, process: TestProcess, *, block: bool) -> None:
+        reap(process, block=block)
 
     def ended(self, process: TestProcess) -> None:
         proc = self._procs.pop(process.pid, None)

@@ -91,17 +91,22 @@ def test_a_test_that_removes_the_runs_temp_folder_does_not_stop_the_run(tmp_path
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "test_a.py").write_text(textwrap.dedent("""\
-        import os, shutil
+        import os, shutil, time
 
 
         def test_cleans_temp():
             folder = os.path.dirname(os.readlink("/proc/self/fd/1"))
             assert os.path.basename(folder).startswith("xcompat-test-")
+            # the next test's process is forked meanwhile (prefork): wait for its files, so that
+            # they go too
+            deadline = time.monotonic() + 10
+            while len([f for f in os.listdir(folder) if f.startswith("out-")]) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
             shutil.rmtree(folder)
     """))
-    (tests / "test_b.py").write_text("def test_after():\n    pass\n")
+    (tests / "test_b.py").write_text("def test_after():\n    print('after')\n")
     proc, doc = run_xcompat_test(tmp_path, [str(tests), "--isolate", "test", "--no-warm-torch", "--", *LEAN_PYTEST],
-                                 json_out=tmp_path / "r.json", timeout=120)
+                                 json_out=tmp_path / "r.json", timeout=120, env={"XCOMPAT_TEST_PREFORK": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert doc is not None and {t["nodeid"].split("::")[-1]: t["outcome"] for t in doc["tests"]} == {
         "test_cleans_temp": "passed", "test_after": "passed"}

@@ -1,0 +1,386 @@
+"""The zygote: a fork server for test processes, forked once from the warm parent.
+
+Forking each test process from the warm parent itself costs the parent twice per test. The
+fork copies the page tables of its whole heap, and after it every page the parent writes
+(replaying the test's reports, printing its line, keeping its record) is shared with the new
+process and is copied on the write: hundreds of page faults per test in the one process all
+tests wait on. The zygote is a copy of the warm parent made after collection that then runs
+only a small loop. Test processes are forked from it; it writes almost nothing, so they share
+its pages, and the parent's writes land on pages it already owns. The fork, and forking the
+next test's process ahead of time, happen in the zygote, on another core, while the parent
+replays the last test.
+
+Protocol, on a ``SOCK_SEQPACKET`` socket pair (one JSON object per packet, descriptors passed
+with ``SCM_RIGHTS``):
+
+* parent → zygote ``{"op": "start", "slot": i, "positions": [...]}``: run those tests (positions
+  in the parent's collection order) in a process of slot ``i``: the slot's spare, or a new fork.
+  Answer ``{"op": "started", "pid", "out", "crash"}`` with two descriptors: the read end of
+  the process's message pipe and a pidfd of the process;
+* parent → zygote ``{"op": "spare", "slot": i}``: fork a process for slot ``i`` that prepares
+  itself and waits for its tests (no answer);
+* zygote → parent ``{"op": "ended", "pid", "status"}``: a test process exited (``waitpid``
+  status); only the zygote can reap its children;
+* end of the socket, either way: the zygote kills its processes, reaps them and exits; the
+  parent, which is the child subreaper, can then reap the orphans itself.
+
+Linux only (pidfds, ``SCM_RIGHTS``); ``xcompat.isolate.processes.ForkLauncher`` forks from the
+parent where it is not available, or with ``XCOMPAT_TEST_ZYGOTE=0``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xcompat.isolate.child import run_forked_child
+from xcompat.isolate.processes import ForkLauncher, TestProcess, output_files
+from xcompat.isolate.watchdog import kill_group
+from xcompat.isolate.watchdog import reap as reap_own_child
+from xcompat.isolate.wire import MessageReader, encode_assignment, read_assignment
+
+# Largest packet either side sends: a file's test positions (JSON) with room to spare.
+PACKET = 1 << 20
+# The zygote answers within milliseconds (a fork). One that has not after this long (stopped by
+# a test, say) is killed, and the parent forks test processes itself from then on.
+ANSWER_S = float(os.environ.get("XCOMPAT_ZYGOTE_ANSWER_S") or 30.0)
+
+
+def available() -> bool:
+    """Do test processes come from a zygote here (supported, and not switched off)?"""
+    return supported() and os.environ.get("XCOMPAT_TEST_ZYGOTE") != "0"
+
+
+def supported() -> bool:
+    """Can test processes come from a zygote on this platform?"""
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(os, "pidfd_open")
+        and hasattr(socket, "send_fds")
+        and hasattr(socket, "SOCK_SEQPACKET")
+    )
+
+
+def _send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+@dataclass
+class _Process:
+    """A process of the zygote: a spare waiting for its tests, or one running them."""
+
+    pid: int
+    pidfd: int
+    read_fd: int  # message pipe, read end: the zygote's copy until it is handed over
+    out_path: str
+    crash_path: str
+    ctrl_fd: int | None  # a spare's assignment pipe (write end)
+    handed: bool = False  # the parent knows it (its exit is reported)
+
+
+class _Zygote:
+    """The zygote's side: fork on request, report exits. Runs in the forked zygote only."""
+
+    def __init__(self, sock: socket.socket, config: Any, items: list[Any], launcher: ZygoteLauncher) -> None:
+        self.sock = sock
+        self.config = config
+        self.items = items
+        self.launcher = launcher
+        self.spares: dict[int, _Process] = {}
+        self.processes: dict[int, _Process] = {}  # by pidfd: every process not yet reaped
+        self.selector = selectors.DefaultSelector()
+
+    def serve(self) -> None:
+        self.selector.register(self.sock, selectors.EVENT_READ, None)
+        try:
+            while True:
+                for key, _ in self.selector.select():
+                    if key.data is None:
+                        if not self._command():
+                            return
+                    else:
+                        self._reap(key.data)
+        finally:
+            self._stop()
+
+    def _command(self) -> bool:
+        try:
+            data = self.sock.recv(PACKET)
+        except OSError:
+            return False
+        if not data:
+            return False
+        message = json.loads(data)
+        slot = int(message["slot"])
+        if message["op"] == "spare":
+            if slot not in self.spares:
+                self.spares[slot] = self._fork(slot, None)
+            return True
+        positions = [int(i) for i in message["positions"]]
+        process = self.spares.pop(slot, None)
+        if process is not None and process.ctrl_fd is not None:
+            ctrl, process.ctrl_fd = process.ctrl_fd, None
+            try:
+                os.write(ctrl, encode_assignment(positions))
+            except BrokenPipeError:  # the spare died while it waited: reaped as any other
+                process = None
+            finally:
+                os.close(ctrl)
+        if process is None:
+            process = self._fork(slot, positions)
+        process.handed = True
+        message = {"op": "started", "pid": process.pid, "out": process.out_path, "crash": process.crash_path}
+        _send(self.sock, message, (process.read_fd, process.pidfd))
+        os.close(process.read_fd)
+        process.read_fd = -1
+        return True
+
+    def _fork(self, slot: int, positions: list[int] | None) -> _Process:
+        out_path, crash_path = output_files(self.launcher.folder)
+        read_fd, write_fd = os.pipe()
+        ctrl_r, ctrl_w = os.pipe() if positions is None else (-1, -1)
+        plan = self.launcher.plan(slot, write_fd=write_fd, out_path=out_path, crash_path=crash_path)
+        pid = os.fork()
+        if pid == 0:
+            self._in_child(read_fd, ctrl_w)
+            items = self.items
+            if positions is not None:
+                run_forked_child(self.config, lambda: [items[i] for i in positions], plan)  # never returns
+            run_forked_child(self.config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan)
+        for fd in (write_fd, plan.out_fd, plan.crash_fd):
+            os.close(fd)
+        if positions is None:
+            os.close(ctrl_r)
+        pidfd = os.pidfd_open(pid)
+        process = _Process(pid, pidfd, read_fd, out_path, crash_path, ctrl_w if positions is None else None)
+        self.processes[pidfd] = process
+        self.selector.register(pidfd, selectors.EVENT_READ, process)
+        return process
+
+    def _in_child(self, read_fd: int, ctrl_w: int) -> None:
+        """In a new test process: let go of everything that is the zygote's."""
+        fds = [self.sock.detach(), read_fd, ctrl_w]
+        for process in self.processes.values():
+            fds += [process.pidfd, process.read_fd, process.ctrl_fd if process.ctrl_fd is not None else -1]
+        self.selector.close()
+        for fd in fds:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def _reap(self, process: _Process) -> None:
+        self.selector.unregister(process.pidfd)
+        del self.processes[process.pidfd]
+        _, status = os.waitpid(process.pid, 0)
+        os.close(process.pidfd)
+        for fd in (process.read_fd, process.ctrl_fd):
+            if fd is not None and fd >= 0:
+                os.close(fd)
+        for slot, spare in list(self.spares.items()):
+            if spare is process:
+                del self.spares[slot]
+        if not process.handed:
+            return  # a spare that died before it had tests: the parent never heard of it
+        try:
+            _send(self.sock, {"op": "ended", "pid": process.pid, "status": status})
+        except OSError:
+            pass  # the parent is gone; the loop ends at the socket's end
+
+    def _stop(self) -> None:
+        for process in self.processes.values():
+            kill_group(process.pid)
+        for process in self.processes.values():
+            try:
+                os.waitpid(process.pid, 0)
+            except ChildProcessError:
+                pass
+
+
+class ZygoteLauncher(ForkLauncher):
+    """Starts test processes from a zygote (see the module's docstring); falls back to forking
+    from the parent itself if the zygote could not start or died."""
+
+    def __init__(self, **options: Any) -> None:  # ForkLauncher's
+        super().__init__(**options)
+        self._sock: socket.socket | None = None
+        self._zygote_pid: int | None = None
+        self._ended: dict[int, int] = {}  # exit statuses the zygote reported, by pid
+        self._config: Any = None
+        self._own: set[int] = set()  # processes the parent forked itself (without a zygote)
+
+    # -- the parent's side ----------------------------------------------------------
+    def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
+        sock = self._ensure(config)
+        if sock is not None:
+            positions = [self._positions[id(item)] for item in group]
+            message: dict[str, Any] | None = None
+            fds: list[int] = []
+            try:
+                _send(sock, {"op": "start", "slot": slot_index, "positions": positions})
+                message, fds = self._receive("started")
+            except OSError:
+                pass
+            if message is not None and len(fds) == 2:
+                read_fd, pidfd = fds
+                os.set_blocking(read_fd, False)
+                process = TestProcess(
+                    pid=int(message["pid"]),
+                    slot=slot_index,
+                    items=list(group),
+                    messages=MessageReader(read_fd),
+                    out_path=str(message["out"]),
+                    crash_path=str(message["crash"]),
+                    spawned=time.monotonic(),
+                    pidfd=pidfd,
+                )
+                return self._arm(process)
+            for fd in fds:
+                os.close(fd)
+            self._lost()
+        return super().start(config, group, slot_index)
+
+    def prepare_spare(self, config: Any, slot_index: int) -> None:
+        sock = self._ensure(config)
+        if sock is None:
+            super().prepare_spare(config, slot_index)
+            return
+        try:
+            _send(sock, {"op": "spare", "slot": slot_index})
+        except OSError:
+            self._lost()
+
+    def reap(self, process: TestProcess, *, block: bool) -> None:
+        """The exit status of a process that ended, as the zygote reports it (``block``: wait
+        for the report; a process of the parent's own is reaped by the parent)."""
+        if self._sock is not None and process.pid not in self._own:
+            try:
+                while process.pid not in self._ended:
+                    message, fds = self._next(wait=block)
+                    for fd in fds:
+                        os.close(fd)
+                    if message is None:
+                        return  # not reported yet
+                    self._note(message)
+            except OSError:
+                self._lost()  # its process is an orphan now, re-parented to this subreaper
+        if process.pid in self._ended:
+            process.status = self._ended.pop(process.pid)
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # stray grandchildren die with their test
+            except OSError:
+                pass
+        else:
+            reap_own_child(process, block=block)
+
+    def close(self) -> None:
+        super().close()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()  # the zygote kills and reaps what is left, then exits
+        pid, self._zygote_pid = self._zygote_pid, None
+        if pid is not None:
+            deadline = time.monotonic() + ANSWER_S
+            try:
+                while os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    if time.monotonic() > deadline:  # stopped, or stuck: it does not get to decide
+                        os.kill(pid, signal.SIGKILL)
+                        os.waitpid(pid, 0)
+                        break
+                    time.sleep(0.001)
+            except (ChildProcessError, ProcessLookupError):
+                pass
+
+    # -- helpers --------------------------------------------------------------------
+    def _fork(self, config: Any, slot_index: int, group: list[Any] | None) -> TestProcess:
+        process = super()._fork(config, slot_index, group)
+        self._own.add(process.pid)
+        return process
+
+    def _ensure(self, config: Any) -> socket.socket | None:
+        """The zygote's socket, forking the zygote on first use."""
+        if self._sock is not None or self._config is not None:
+            return self._sock
+        self._config = config
+        try:
+            parent_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                parent_end.close()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when it ends
+                _Zygote(zygote_end, config, self._items, self).serve()
+            except BaseException:  # noqa: BLE001 - never run the parent's code in the zygote
+                code = 1
+            finally:
+                os._exit(code)
+        zygote_end.close()
+        self._sock = parent_end
+        self._zygote_pid = pid
+        return parent_end
+
+    def _receive(self, op: str) -> tuple[dict[str, Any], list[int]]:
+        """Read the zygote's packets until one with ``op`` (exit reports are kept)."""
+        while True:
+            message, fds = self._next(wait=True)
+            if message is not None and message.get("op") == op:
+                return message, fds
+            for fd in fds:
+                os.close(fd)
+            self._note(message or {})
+
+    def _next(self, *, wait: bool) -> tuple[dict[str, Any] | None, list[int]]:
+        """One packet from the zygote, ``(None, [])`` if none is there and ``wait`` is false.
+        OSError: the zygote ended, or did not answer within ``ANSWER_S``."""
+        assert self._sock is not None
+        self._sock.settimeout(ANSWER_S if wait else 0.0)
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self._sock, PACKET, 4)
+        except BlockingIOError:
+            if wait:
+                raise
+            return None, []
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            raise ConnectionError("the zygote ended")
+        return json.loads(data), list(fds)
+
+    def _note(self, message: dict[str, Any]) -> None:
+        if message.get("op") == "ended":
+            self._ended[int(message["pid"])] = int(message["status"])
+
+    def _lost(self) -> None:
+        """The zygote is gone: its test processes are re-parented here (the child subreaper);
+        new ones are forked from the parent."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+        if self._zygote_pid is not None:
+            try:
+                os.kill(self._zygote_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self._zygote_pid, 0)
+            except ChildProcessError:
+                pass
+            self._zygote_pid = None
