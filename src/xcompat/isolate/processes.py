@@ -106,6 +106,8 @@ def read_from(path: str, start: int, end: int | None = None) -> str:
     read (records keep a few thousand characters of it), with a line saying what was cut."""
     from xcompat.limits import LIMITS
 
+    if end is not None and end <= start:
+        return ""  # the test wrote nothing (most do): no need to open the file
     limit = LIMITS.test_output_bytes
     try:
         with open(path, "rb") as fh:

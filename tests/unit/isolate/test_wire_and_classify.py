@@ -236,6 +236,9 @@ def test_reading_back_a_flood_of_output_keeps_only_its_end(tmp_path):
     middle = read_from(str(out), 5, size - len(flood_end))
     assert middle.startswith("[... ") and middle.endswith("x")
     assert read_from(str(tmp_path / "missing"), 0) == ""
+    # an empty range (a test that printed nothing) is "" without opening the file
+    assert read_from(str(out), 7, 7) == "" and read_from(str(tmp_path / "missing"), 3, 3) == ""
+    assert read_from(str(out), 6, 11) == "line\n"
 
 
 def _report(when: str, outcome: str, longrepr=None, **extra):
