@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -69,6 +69,17 @@ class TestProcess:
     @property
     def read_fd(self) -> int:
         return self.messages.fd
+
+
+@dataclass(frozen=True)
+class ForkedChild:
+    """A test process just forked, as its forker holds it."""
+
+    pid: int
+    read_fd: int  # message pipe, read end
+    ctrl_fd: int | None  # a spare's assignment pipe (write end)
+    out_path: str
+    crash_path: str
 
 
 class Launcher(Protocol):
@@ -210,9 +221,12 @@ class ForkLauncher:
             leak_policy=self.leak_policy,
         )
 
-    def _fork(self, config: Any, slot_index: int, group: list[Any] | None) -> TestProcess:
-        """Fork a test process for a slot; it prepares itself, then runs ``group``, or, as a
-        spare (``group`` None), waits on its assignment pipe for the tests to run."""
+    def fork_child(
+        self, config: Any, slot_index: int, group: list[Any] | None, release: Callable[[], None] = lambda: None
+    ) -> ForkedChild:
+        """Fork a test process for a slot (from this process: the warm parent, or its zygote);
+        it prepares itself, then runs ``group``, or, as a spare (``group`` None), waits on its
+        assignment pipe for the tests to run. ``release`` runs first in the new process."""
         out_path, crash_path = output_files(self.folder)
         read_fd, write_fd = os.pipe()
         ctrl_r, ctrl_w = os.pipe() if group is None else (-1, -1)
@@ -224,6 +238,7 @@ class ForkLauncher:
             os.close(read_fd)
             if group is None:
                 os.close(ctrl_w)
+            release()
             if group is not None:
                 run_forked_child(config, lambda: group, plan)  # never returns
             items = self._items
@@ -232,17 +247,21 @@ class ForkLauncher:
             os.close(fd)
         if group is None:
             os.close(ctrl_r)
-        os.set_blocking(read_fd, False)
+        return ForkedChild(pid, read_fd, ctrl_w if group is None else None, out_path, crash_path)
+
+    def _fork(self, config: Any, slot_index: int, group: list[Any] | None) -> TestProcess:
+        child = self.fork_child(config, slot_index, group)
+        os.set_blocking(child.read_fd, False)
         return TestProcess(
-            pid=pid,
+            pid=child.pid,
             slot=slot_index,
             items=list(group or []),
-            messages=MessageReader(read_fd),
-            out_path=out_path,
-            crash_path=crash_path,
+            messages=MessageReader(child.read_fd),
+            out_path=child.out_path,
+            crash_path=child.crash_path,
             spawned=time.monotonic(),
-            pidfd=pidfd_of(pid),
-            ctrl_fd=ctrl_w if group is None else None,
+            pidfd=pidfd_of(child.pid),
+            ctrl_fd=child.ctrl_fd,
         )
 
     def _arm(self, process: TestProcess) -> TestProcess:

@@ -41,11 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xcompat.isolate.child import run_forked_child
-from xcompat.isolate.processes import ForkLauncher, TestProcess, output_files
+from xcompat.isolate.processes import ForkLauncher, TestProcess
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
-from xcompat.isolate.wire import MessageReader, encode_assignment, read_assignment
+from xcompat.isolate.wire import MessageReader, encode_assignment
 
 # Largest packet either side sends: a file's test positions (JSON) with room to spare.
 PACKET = 1 << 20
@@ -148,30 +147,17 @@ class _Zygote:
         return True
 
     def _fork(self, slot: int, positions: list[int] | None) -> _Process:
-        out_path, crash_path = output_files(self.launcher.folder)
-        read_fd, write_fd = os.pipe()
-        ctrl_r, ctrl_w = os.pipe() if positions is None else (-1, -1)
-        plan = self.launcher.plan(slot, write_fd=write_fd, out_path=out_path, crash_path=crash_path)
-        pid = os.fork()
-        if pid == 0:
-            self._in_child(read_fd, ctrl_w)
-            items = self.items
-            if positions is not None:
-                run_forked_child(self.config, lambda: [items[i] for i in positions], plan)  # never returns
-            run_forked_child(self.config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan)
-        for fd in (write_fd, plan.out_fd, plan.crash_fd):
-            os.close(fd)
-        if positions is None:
-            os.close(ctrl_r)
-        pidfd = os.pidfd_open(pid)
-        process = _Process(pid, pidfd, read_fd, out_path, crash_path, ctrl_w if positions is None else None)
+        group = None if positions is None else [self.items[i] for i in positions]
+        child = self.launcher.fork_child(self.config, slot, group, release=self._in_child)
+        pidfd = os.pidfd_open(child.pid)
+        process = _Process(child.pid, pidfd, child.read_fd, child.out_path, child.crash_path, child.ctrl_fd)
         self.processes[pidfd] = process
         self.selector.register(pidfd, selectors.EVENT_READ, process)
         return process
 
-    def _in_child(self, read_fd: int, ctrl_w: int) -> None:
+    def _in_child(self) -> None:
         """In a new test process: let go of everything that is the zygote's."""
-        fds = [self.sock.detach(), read_fd, ctrl_w]
+        fds = [self.sock.detach()]
         for process in self.processes.values():
             fds += [process.pidfd, process.read_fd, process.ctrl_fd if process.ctrl_fd is not None else -1]
         self.selector.close()
