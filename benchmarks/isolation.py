@@ -29,7 +29,8 @@ plain pytest, ``--isolate file`` at most 1.2x plain pytest.
 
 Goal there: fork per test under 25 ms and at least 100x cheaper than a fresh interpreter.
 
-    python benchmarks/isolation.py [--suites all|real|torch] [--tests 120] [--repeats 3]
+    python benchmarks/isolation.py [--suites all|real|torch] [--projects markupsafe,simplejson,ujson]
+                                   [--tests 120] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ def real_suite_run(mode: str, *, cwd: Path, targets: list[str], pyargs: bool, ru
     return data
 
 
-def bench_real_suites(repeats: int, tmp: Path) -> list[str]:
+def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]:
     from tests.helpers.real_projects import PROJECTS, built_wheel, installed, source_tree
 
     plugin_dir = tmp / "plugin"
@@ -237,7 +238,7 @@ def bench_real_suites(repeats: int, tmp: Path) -> list[str]:
     lines = [f"real suites, median of {repeats} interleaved runs; {os.cpu_count()} CPUs, load average {load}",
              "(on a loaded machine the wall times mostly measure waiting for a CPU; CPU time does not)"]
     verdicts = []
-    for name in ("markupsafe", "simplejson", "ujson"):
+    for name in projects:
         project = PROJECTS[name]
         site = installed(built_wheel(project, project.version))
         tree = source_tree(project, project.version, tmp / name)
@@ -315,12 +316,18 @@ def bench_torch(args: argparse.Namespace, tmp: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", choices=("all", "real", "torch"), default="all")
+    parser.add_argument("--projects", default="markupsafe,simplejson,ujson",
+                        help="real suites to run, comma-separated")
     parser.add_argument("--tests", type=int, default=120, help="size of the generated torch suite")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    known = ("markupsafe", "simplejson", "ujson")
+    unknown = sorted(set(args.projects.split(",")) - set(known))
+    if unknown:
+        parser.error(f"--projects: unknown suite(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     with tempfile.TemporaryDirectory(prefix="xcompat-bench-isolation-") as tmp:
         if args.suites in ("all", "real"):
-            for line in bench_real_suites(args.repeats, Path(tmp) / "real"):
+            for line in bench_real_suites(args.repeats, Path(tmp) / "real", args.projects.split(",")):
                 print(line, flush=True)
         if args.suites in ("all", "torch"):
             (Path(tmp) / "torch").mkdir()

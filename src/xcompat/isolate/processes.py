@@ -273,19 +273,23 @@ class ForkLauncher:
 
     def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
         """A process running ``group``: the slot's spare when it has one, else a new fork."""
+        return self.take_spare(group, slot_index) or self._arm(self._fork(config, slot_index, group))
+
+    def take_spare(self, group: list[Any], slot_index: int) -> TestProcess | None:
+        """The slot's spare, told to run ``group``; None if the slot has no live spare."""
         spare = self._spares.pop(slot_index, None)
-        if spare is not None:
-            assert spare.ctrl_fd is not None
-            try:
-                os.write(spare.ctrl_fd, encode_assignment([self._positions[id(item)] for item in group]))
-            except BrokenPipeError:  # the spare died while it waited: fork a fresh process
-                discard(spare)
-            else:
-                os.close(spare.ctrl_fd)
-                spare.ctrl_fd = None
-                spare.items = group
-                return self._arm(spare)
-        return self._arm(self._fork(config, slot_index, group))
+        if spare is None:
+            return None
+        assert spare.ctrl_fd is not None
+        try:
+            os.write(spare.ctrl_fd, encode_assignment([self._positions[id(item)] for item in group]))
+        except BrokenPipeError:  # the spare died while it waited
+            discard(spare)
+            return None
+        os.close(spare.ctrl_fd)
+        spare.ctrl_fd = None
+        spare.items = group
+        return self._arm(spare)
 
     def prepare_spare(self, config: Any, slot_index: int) -> None:
         if slot_index not in self._spares:

@@ -13,12 +13,15 @@ replays the last test.
 Protocol, on a ``SOCK_SEQPACKET`` socket pair (one JSON object per packet, descriptors passed
 with ``SCM_RIGHTS``):
 
-* parent → zygote ``{"op": "start", "slot": i, "positions": [...]}``: run those tests (positions
-  in the parent's collection order) in a process of slot ``i``: the slot's spare, or a new fork.
-  Answer ``{"op": "started", "pid", "out", "crash"}`` with two descriptors: the read end of
-  the process's message pipe and a pidfd of the process;
 * parent → zygote ``{"op": "spare", "slot": i}``: fork a process for slot ``i`` that prepares
-  itself and waits for its tests (no answer);
+  itself and waits for its tests. Answer ``{"op": "spare", "slot", "pid", "out", "crash"}``
+  with three descriptors: the read end of the process's message pipe, a pidfd of the process
+  and the write end of its assignment pipe. The parent starts the next test by writing to that
+  pipe itself, so no round trip to the zygote lies between one test's end and the next's start;
+* parent → zygote ``{"op": "start", "slot": i, "positions": [...]}``: fork a process of slot
+  ``i`` that runs those tests (positions in the parent's collection order), when the slot has
+  no spare. Answer ``{"op": "started", "pid", "out", "crash"}`` with the message pipe's read
+  end and a pidfd;
 * zygote → parent ``{"op": "ended", "pid", "status"}``: a test process exited (``waitpid``
   status); only the zygote can reap its children;
 * end of the socket, either way: the zygote kills its processes, reaps them and exits; the
@@ -44,7 +47,7 @@ from typing import Any
 from xcompat.isolate.processes import ForkLauncher, TestProcess
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
-from xcompat.isolate.wire import MessageReader, encode_assignment
+from xcompat.isolate.wire import MessageReader
 
 # Largest packet either side sends: a file's test positions (JSON) with room to spare.
 PACKET = 1 << 20
@@ -85,7 +88,7 @@ class _Process:
     read_fd: int  # message pipe, read end: the zygote's copy until it is handed over
     out_path: str
     crash_path: str
-    ctrl_fd: int | None  # a spare's assignment pipe (write end)
+    ctrl_fd: int | None  # a spare's assignment pipe (write end), until it is handed over
     handed: bool = False  # the parent knows it (its exit is reported)
 
 
@@ -97,7 +100,6 @@ class _Zygote:
         self.config = config
         self.items = items
         self.launcher = launcher
-        self.spares: dict[int, _Process] = {}
         self.processes: dict[int, _Process] = {}  # by pidfd: every process not yet reaped
         self.selector = selectors.DefaultSelector()
 
@@ -123,27 +125,19 @@ class _Zygote:
             return False
         message = json.loads(data)
         slot = int(message["slot"])
-        if message["op"] == "spare":
-            if slot not in self.spares:
-                self.spares[slot] = self._fork(slot, None)
-            return True
-        positions = [int(i) for i in message["positions"]]
-        process = self.spares.pop(slot, None)
-        if process is not None and process.ctrl_fd is not None:
-            ctrl, process.ctrl_fd = process.ctrl_fd, None
-            try:
-                os.write(ctrl, encode_assignment(positions))
-            except BrokenPipeError:  # the spare died while it waited: reaped as any other
-                process = None
-            finally:
-                os.close(ctrl)
-        if process is None:
-            process = self._fork(slot, positions)
+        spare = message["op"] == "spare"
+        process = self._fork(slot, None if spare else [int(i) for i in message["positions"]])
         process.handed = True
-        message = {"op": "started", "pid": process.pid, "out": process.out_path, "crash": process.crash_path}
-        _send(self.sock, message, (process.read_fd, process.pidfd))
-        os.close(process.read_fd)
-        process.read_fd = -1
+        answer = {"op": "spare" if spare else "started", "slot": slot, "pid": process.pid,
+                  "out": process.out_path, "crash": process.crash_path}
+        fds = [process.read_fd, process.pidfd]
+        if process.ctrl_fd is not None:
+            fds.append(process.ctrl_fd)
+        _send(self.sock, answer, fds)
+        for fd in (process.read_fd, process.ctrl_fd):
+            if fd is not None:
+                os.close(fd)
+        process.read_fd, process.ctrl_fd = -1, None
         return True
 
     def _fork(self, slot: int, positions: list[int] | None) -> _Process:
@@ -176,11 +170,8 @@ class _Zygote:
         for fd in (process.read_fd, process.ctrl_fd):
             if fd is not None and fd >= 0:
                 os.close(fd)
-        for slot, spare in list(self.spares.items()):
-            if spare is process:
-                del self.spares[slot]
         if not process.handed:
-            return  # a spare that died before it had tests: the parent never heard of it
+            return  # died before the parent heard of it
         try:
             _send(self.sock, {"op": "ended", "pid": process.pid, "status": status})
         except OSError:
@@ -205,35 +196,35 @@ class ZygoteLauncher(ForkLauncher):
         self._sock: socket.socket | None = None
         self._zygote_pid: int | None = None
         self._ended: dict[int, int] = {}  # exit statuses the zygote reported, by pid
+        self._asked: set[int] = set()  # slots whose spare the zygote is forking
         self._config: Any = None
         self._own: set[int] = set()  # processes the parent forked itself (without a zygote)
 
     # -- the parent's side ----------------------------------------------------------
     def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
+        """The slot's spare, told its tests by the parent itself; else a process the zygote
+        forks for ``group``; else (no zygote) one the parent forks."""
         sock = self._ensure(config)
-        if sock is not None:
+        if sock is not None and slot_index in self._asked:
+            try:  # the zygote is forking it: wait for it rather than ask for another fork
+                while slot_index in self._asked:
+                    self._note(*self._next(wait=True))
+            except OSError:
+                self._lost()
+        process = self.take_spare(group, slot_index)
+        if process is not None:
+            return process
+        if self._sock is not None:
             positions = [self._positions[id(item)] for item in group]
             message: dict[str, Any] | None = None
             fds: list[int] = []
             try:
-                _send(sock, {"op": "start", "slot": slot_index, "positions": positions})
+                _send(self._sock, {"op": "start", "slot": slot_index, "positions": positions})
                 message, fds = self._receive("started")
             except OSError:
                 pass
             if message is not None and len(fds) == 2:
-                read_fd, pidfd = fds
-                os.set_blocking(read_fd, False)
-                process = TestProcess(
-                    pid=int(message["pid"]),
-                    slot=slot_index,
-                    items=list(group),
-                    messages=MessageReader(read_fd),
-                    out_path=str(message["out"]),
-                    crash_path=str(message["crash"]),
-                    spawned=time.monotonic(),
-                    pidfd=pidfd,
-                )
-                return self._arm(process)
+                return self._arm(self._process(message, fds, slot_index, group))
             for fd in fds:
                 os.close(fd)
             self._lost()
@@ -244,10 +235,14 @@ class ZygoteLauncher(ForkLauncher):
         if sock is None:
             super().prepare_spare(config, slot_index)
             return
+        if slot_index in self._spares or slot_index in self._asked:
+            return
         try:
             _send(sock, {"op": "spare", "slot": slot_index})
         except OSError:
             self._lost()
+        else:
+            self._asked.add(slot_index)
 
     def reap(self, process: TestProcess, *, block: bool) -> None:
         """The exit status of a process that ended, as the zygote reports it (``block``: wait
@@ -256,11 +251,9 @@ class ZygoteLauncher(ForkLauncher):
             try:
                 while process.pid not in self._ended:
                     message, fds = self._next(wait=block)
-                    for fd in fds:
-                        os.close(fd)
                     if message is None:
                         return  # not reported yet
-                    self._note(message)
+                    self._note(message, fds)
             except OSError:
                 self._lost()  # its process is an orphan now, re-parented to this subreaper
         if process.pid in self._ended:
@@ -324,14 +317,12 @@ class ZygoteLauncher(ForkLauncher):
         return parent_end
 
     def _receive(self, op: str) -> tuple[dict[str, Any], list[int]]:
-        """Read the zygote's packets until one with ``op`` (exit reports are kept)."""
+        """Read the zygote's packets until one with ``op`` (the others are noted)."""
         while True:
             message, fds = self._next(wait=True)
             if message is not None and message.get("op") == op:
                 return message, fds
-            for fd in fds:
-                os.close(fd)
-            self._note(message or {})
+            self._note(message, fds)
 
     def _next(self, *, wait: bool) -> tuple[dict[str, Any] | None, list[int]]:
         """One packet from the zygote, ``(None, [])`` if none is there and ``wait`` is false.
@@ -350,14 +341,41 @@ class ZygoteLauncher(ForkLauncher):
             raise ConnectionError("the zygote ended")
         return json.loads(data), list(fds)
 
-    def _note(self, message: dict[str, Any]) -> None:
-        if message.get("op") == "ended":
+    def _note(self, message: dict[str, Any] | None, fds: list[int]) -> None:
+        """Keep what a packet says: an exit status, or a spare (its descriptors are kept)."""
+        op = (message or {}).get("op")
+        if message is not None and op == "spare" and len(fds) == 3:
+            slot = int(message["slot"])
+            self._asked.discard(slot)
+            spare = self._process(message, fds[:2], slot, [])
+            spare.ctrl_fd = fds[2]
+            self._spares[slot] = spare
+            return
+        for fd in fds:
+            os.close(fd)
+        if message is not None and op == "ended":
             self._ended[int(message["pid"])] = int(message["status"])
+
+    @staticmethod
+    def _process(message: dict[str, Any], fds: list[int], slot: int, group: list[Any]) -> TestProcess:
+        read_fd, pidfd = fds
+        os.set_blocking(read_fd, False)
+        return TestProcess(
+            pid=int(message["pid"]),
+            slot=slot,
+            items=list(group),
+            messages=MessageReader(read_fd),
+            out_path=str(message["out"]),
+            crash_path=str(message["crash"]),
+            spawned=time.monotonic(),
+            pidfd=pidfd,
+        )
 
     def _lost(self) -> None:
         """The zygote is gone: its test processes are re-parented here (the child subreaper);
         new ones are forked from the parent."""
         sock, self._sock = self._sock, None
+        self._asked.clear()
         if sock is not None:
             sock.close()
         if self._zygote_pid is not None:

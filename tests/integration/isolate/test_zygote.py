@@ -119,8 +119,12 @@ def test_a_test_that_stops_the_zygote_costs_the_run_one_wait(tmp_path: Path) -> 
     forks the rest itself."""
     env = {"STOP_ZYGOTE": "1", "XCOMPAT_ZYGOTE_ANSWER_S": "2", "XCOMPAT_TEST_ZYGOTE": "1"}
     pids, warm, doc = _run(tmp_path, env, "--timeout", "20")
-    assert pids["b"][1] == pids["a"][1] != warm
-    assert pids["c"][1] == warm and pids["d"][1] == warm
+    zygote_pid = pids["a"][1]
+    assert pids["b"][1] == zygote_pid != warm
+    # test_c runs in the spare the zygote forked while test_b ran, unless test_b stopped the
+    # zygote first; the next process is one the parent forks itself
+    assert pids["c"][1] in (zygote_pid, warm)
+    assert pids["d"][1] == warm
     assert doc["duration_s"] < 15
 
 
