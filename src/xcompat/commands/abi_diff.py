@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from xcompat.outputs import OutputFile
@@ -45,6 +46,10 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.log import get_logger
 
     log = get_logger()
+    # A one-shot command whose large structures (a symbol table is 75,000 names and rows per
+    # library) hold no reference cycles: the cyclic collector would only rescan them as they
+    # age (about 3% of a libtorch diff). The process ends when the command does.
+    gc.disable()
     policy = None
     try:
         if args.policy:
