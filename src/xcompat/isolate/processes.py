@@ -284,7 +284,7 @@ class ForkLauncher:
         try:
             os.write(spare.ctrl_fd, encode_assignment([self._positions[id(item)] for item in group]))
         except BrokenPipeError:  # the spare died while it waited
-            discard(spare)
+            self.discard(spare)
             return None
         os.close(spare.ctrl_fd)
         spare.ctrl_fd = None
@@ -295,6 +295,10 @@ class ForkLauncher:
         if slot_index not in self._spares:
             self._spares[slot_index] = self._fork(config, slot_index, None)
 
+    def discard(self, process: TestProcess) -> None:
+        """Kill a spare that will not be used, reap it and free what it held."""
+        discard(process)
+
     def reap(self, process: TestProcess, *, block: bool) -> None:
         reap(process, block=block)
 
@@ -303,5 +307,5 @@ class ForkLauncher:
 
     def close(self) -> None:
         for spare in self._spares.values():
-            discard(spare)
+            self.discard(spare)
         self._spares.clear()

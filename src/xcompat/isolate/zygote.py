@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xcompat.isolate.processes import ForkLauncher, TestProcess
+from xcompat.isolate.processes import ForkLauncher, TestProcess, remove_files
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
 from xcompat.isolate.wire import MessageReader
@@ -244,6 +244,24 @@ class ZygoteLauncher(ForkLauncher):
         else:
             self._asked.add(slot_index)
 
+    def discard(self, process: TestProcess) -> None:
+        """A spare of the zygote is killed through its pidfd, not by pid: the zygote reaps its
+        children, so once one has died its pid may already belong to another process."""
+        if process.pid in self._own or process.pidfd is None:
+            super().discard(process)
+            return
+        try:
+            signal.pidfd_send_signal(process.pidfd, signal.SIGKILL)
+        except (ProcessLookupError, OSError):
+            pass
+        for fd in (process.read_fd, process.ctrl_fd, process.pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        remove_files(process)
+
     def reap(self, process: TestProcess, *, block: bool) -> None:
         """The exit status of a process that ended, as the zygote reports it (``block``: wait
         for the report; a process of the parent's own is reaped by the parent)."""
@@ -344,13 +362,16 @@ class ZygoteLauncher(ForkLauncher):
     def _note(self, message: dict[str, Any] | None, fds: list[int]) -> None:
         """Keep what a packet says: an exit status, or a spare (its descriptors are kept)."""
         op = (message or {}).get("op")
-        if message is not None and op == "spare" and len(fds) == 3:
+        if message is not None and op == "spare":
             slot = int(message["slot"])
             self._asked.discard(slot)
-            spare = self._process(message, fds[:2], slot, [])
-            spare.ctrl_fd = fds[2]
-            self._spares[slot] = spare
-            return
+            if len(fds) == 3:
+                spare = self._process(message, fds[:2], slot, [])
+                spare.ctrl_fd = fds[2]
+                self._spares[slot] = spare
+                return
+            # Descriptors lost on the way (the parent at its file limit): closing the pipe's
+            # write end ends the spare, which the zygote reaps; the slot's next test is forked.
         for fd in fds:
             os.close(fd)
         if message is not None and op == "ended":

@@ -117,7 +117,7 @@ def test_a_spare_is_asked_for_once_and_exit_reports_read_meanwhile_are_kept(pair
     os.close(process.pidfd)
 
 
-def test_a_spare_that_died_is_discarded_and_the_zygote_asked_to_fork(pair) -> None:
+def test_a_spare_that_died_is_killed_through_its_pidfd_and_the_zygote_asked_to_fork(pair) -> None:
     launcher, fake, items = pair
     launcher.prepare_spare(launcher._config, 0)
     fake.hand_spare()
@@ -132,8 +132,7 @@ def test_a_spare_that_died_is_discarded_and_the_zygote_asked_to_fork(pair) -> No
         process = launcher.start(launcher._config, [items[1]], 0)
         assert fake.received() == [{"op": "spare", "slot": 0}, {"op": "start", "slot": 0, "positions": [1]}]
         assert process.pid == child.pid
-        with pytest.raises(ProcessLookupError):  # the dead spare's group was killed and reaped
-            os.kill(fake.process.pid, 0)
+        assert fake.process.wait(timeout=10) == -9  # killed through its pidfd
         os.close(process.read_fd)
         os.close(process.pidfd)
     finally:
@@ -142,3 +141,23 @@ def test_a_spare_that_died_is_discarded_and_the_zygote_asked_to_fork(pair) -> No
         os.close(pidfd)
         os.close(started_r)
         os.close(started_w)
+
+
+def test_a_spare_whose_descriptors_were_lost_is_not_waited_for(pair) -> None:
+    """A "spare" packet without its three descriptors (cut short by the file limit) ends the
+    wait for that slot's spare: the next test is forked by the zygote instead."""
+    launcher, fake, items = pair
+    launcher.prepare_spare(launcher._config, 0)
+    fake.send({"op": "spare", "slot": 0, "pid": fake.process.pid, "out": str(fake.out), "crash": str(fake.crash)})
+    started_r, started_w = os.pipe()
+    pidfd = os.pidfd_open(fake.process.pid)
+    fake.send({"op": "started", "slot": 0, "pid": fake.process.pid, "out": str(fake.out), "crash": str(fake.crash)},
+              [started_r, pidfd])
+    os.close(started_r)
+    os.close(pidfd)
+    process = launcher.start(launcher._config, [items[0]], 0)
+    assert fake.received() == [{"op": "spare", "slot": 0}, {"op": "start", "slot": 0, "positions": [0]}]
+    assert launcher._asked == set() and 0 not in launcher._spares
+    os.close(process.read_fd)
+    os.close(process.pidfd)
+    os.close(started_w)
