@@ -169,6 +169,11 @@ def discard(process: TestProcess) -> None:
         os.waitpid(process.pid, 0)
     except ChildProcessError:
         pass
+    release(process)
+
+
+def release(process: TestProcess) -> None:
+    """Close the descriptors held for a discarded process and remove its files."""
     for fd in (process.read_fd, process.ctrl_fd, process.pidfd):
         if fd is not None:
             try:

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xcompat.isolate.processes import ForkLauncher, TestProcess, remove_files
+from xcompat.isolate.processes import ForkLauncher, TestProcess, release
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
 from xcompat.isolate.wire import MessageReader
@@ -254,13 +254,7 @@ class ZygoteLauncher(ForkLauncher):
             signal.pidfd_send_signal(process.pidfd, signal.SIGKILL)
         except (ProcessLookupError, OSError):
             pass
-        for fd in (process.read_fd, process.ctrl_fd, process.pidfd):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        remove_files(process)
+        release(process)
 
     def reap(self, process: TestProcess, *, block: bool) -> None:
         """The exit status of a process that ended, as the zygote reports it (``block``: wait
