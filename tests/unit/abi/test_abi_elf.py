@@ -63,6 +63,24 @@ def test_corrupt_section_offsets_are_reported():
         read_elf_bytes(bytes(data), display_name="bad.so")
 
 
+@needs_libc
+def test_a_symbol_name_past_the_string_table_is_reported():
+    """A hostile .dynsym entry whose st_name points past .dynstr: a clear error naming the
+    symbol, whichever symbol it is (the check covers every entry at once)."""
+    data = bytearray(LIBC.read_bytes())
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    dynsym = next(h for h in headers if h[1] == 11)  # SHT_DYNSYM
+    dynstr_size = headers[dynsym[6]][5]
+    count = dynsym[5] // 24
+    for idx in (count - 1, count // 2):
+        bad = bytearray(data)
+        struct.pack_into("<I", bad, dynsym[4] + idx * 24, dynstr_size + 7)
+        with pytest.raises(ElfError, match=rf"bad.so: symbol {idx} names offset {dynstr_size + 7}, past .dynstr"):
+            read_elf_bytes(bytes(bad), display_name="bad.so")
+
+
 @pytest.mark.parametrize("lib", [p for p in (LIBC, LIBSTDCXX) if p is not None], ids=lambda p: p.name)
 def test_hash_lookup_agrees_with_full_reader(lib):
     full = read_elf(lib)
