@@ -133,3 +133,27 @@ def test_python_dash_m_and_the_script_skip_the_teardown(tmp_path, entry):
     control = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True, env=env, timeout=60,
                              check=False)
     assert "torn down" in control.stdout  # the probe works
+
+
+def test_abi_diff_switches_the_collector_off_for_itself_only(capsys, monkeypatch):
+    """``xcompat abi diff`` runs without the cyclic collector (its symbol tables hold no
+    cycles) and leaves it on for a process that calls main() and goes on."""
+    import _ctypes
+    import gc
+
+    from xcompat.commands import abi_diff
+
+    seen = []
+    real = abi_diff._execute
+
+    def spy(args):
+        seen.append(gc.isenabled())
+        return real(args)
+
+    monkeypatch.setattr(abi_diff, "_execute", spy)
+    assert gc.isenabled()
+    lib = _ctypes.__file__  # an ELF extension module wherever CPython runs on Linux
+    code = cli.main(["abi", "diff", lib, lib, "--format", "json"])
+    assert code == 0, capsys.readouterr()
+    assert seen == [False]
+    assert gc.isenabled()

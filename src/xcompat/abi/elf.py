@@ -331,7 +331,7 @@ _EXPORT_CHAR = tuple(
 def _check_name_offsets(lay: _Layout, symdata: bytes, tlen: int, name: str) -> None:
     """Every symbol's name offset must lie inside its string table. The st_name column is
     read at once (``st_name`` is the first 32-bit word of every entry in both ELF classes) and
-    its maximum taken in C: a compare per symbol in the hot loop cost 5% of the read."""
+    its maximum taken in C: a compare per symbol in the hot loop cost 2-5% of the read."""
     col = array.array("I")  # 4 bytes wherever CPython runs
     col.frombytes(symdata)
     if (lay.half_array[0] == ">") != (sys.byteorder == "big"):
