@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import array
 import mmap
-import os
 import re
 import struct
 import sys
@@ -122,9 +121,12 @@ def read_elf(
             raise ElfError(f"{name}: empty file, not an ELF object") from None
         try:
             with paused_gc():
-                info = _read(mm, name, want_fatbin, symbols, fh.fileno())
+                info = _read(mm, name, want_fatbin, symbols)
         finally:
-            mm.close()
+            try:
+                mm.close()
+            except BufferError:  # a view held by the frames of an error on its way up: the
+                pass  # mapping is unmapped when the error is dropped
     if want_fatbin and any(".nv_fatbin" in u for u in info.unchecked):
         from xcompat.abi.fatbin import cuobjdump_archs
 
@@ -139,7 +141,7 @@ def read_elf_bytes(data: bytes, *, display_name: str = "<bytes>", want_fatbin: b
     return _read(memoryview(data), display_name, want_fatbin)
 
 
-def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | None = None) -> ElfInterface:
+def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> ElfInterface:
     size = len(buf)
     if bytes(buf[:4]) != ELF_MAGIC:
         raise ElfError(f"{name}: not an ELF file (bad magic at offset 0)")
@@ -163,24 +165,35 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
         )
     sections = [lay.shdr.unpack_from(buf, e_shoff + i * e_shentsize) for i in range(e_shnum)]
 
-    copied: dict[int, bytes] = {}  # .dynstr serves .dynamic, the version sections and .dynsym: copy it once
+    views: dict[int, memoryview] = {}  # .dynstr serves .dynamic, the version sections and .dynsym
+    whole = memoryview(buf)
 
-    def body(idx: int, what: str) -> bytes:
-        if idx in copied:
-            return copied[idx]
+    def body(idx: int, what: str) -> memoryview:
+        """The bytes of section ``idx``, a view of the mapped file (no copy: copying .dynstr and
+        .dynsym of libtorch_cpu.so, 7 MB, into fresh memory costs more page faults than reading
+        them through the mapping)."""
+        if idx in views:
+            return views[idx]
         if not 0 <= idx < len(sections):
             raise ElfError(f"{name}: {what} refers to section {idx}, but there are {len(sections)}")
         sh = sections[idx]
         if sh[1] == SHT_NOBITS:
-            return b""
+            return whole[:0]
         off, sz = sh[4], sh[5]
         if off + sz > size:
             raise ElfError(
                 f"{name}: section {idx} ({what}) at offset {off}+{sz} lies outside the {size}-byte file"
             )
-        # pread copies in the kernel: about 3x faster than faulting the mmap in page by page
-        copied[idx] = data = os.pread(fd, sz, off) if fd is not None else bytes(buf[off : off + sz])
+        views[idx] = data = whole[off : off + sz]
         return data
+
+    texts: dict[int, str] = {}
+
+    def strings(idx: int, what: str) -> str:
+        """String table ``idx`` decoded once as latin-1 (byte offsets stay character offsets)."""
+        if idx not in texts:
+            texts[idx] = str(body(idx, what), "latin-1")
+        return texts[idx]
 
     by_type: dict[int, int] = {}
     for i, sh in enumerate(sections):
@@ -192,7 +205,7 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     if e_shstrndx >= len(sections):
         raise ElfError(f"{name}: e_shstrndx {e_shstrndx} names no section (there are {len(sections)}); "
                        "the file is corrupt")
-    shstr = body(e_shstrndx, "e_shstrndx") if e_shstrndx > 0 else b""
+    shstr = bytes(body(e_shstrndx, "e_shstrndx")) if e_shstrndx > 0 else b""
 
     def sec_name(sh) -> bytes:
         end = shstr.find(b"\0", sh[0])
@@ -204,7 +217,7 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     if SHT_DYNAMIC in by_type:
         di = by_type[SHT_DYNAMIC]
         dyn = body(di, ".dynamic")
-        dynstr = body(sections[di][6], ".dynamic's string table")
+        dynstr = strings(sections[di][6], ".dynamic's string table")
         needed: list[str] = []
         for tag, val in lay.dyn.iter_unpack(dyn[: len(dyn) - len(dyn) % lay.dyn.size]):
             if tag == DT_NULL:
@@ -230,7 +243,7 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     if SHT_GNU_VERDEF in by_type:
         vi = by_type[SHT_GNU_VERDEF]
         data = body(vi, ".gnu.version_d")
-        strtab = body(sections[vi][6], ".gnu.version_d's string table")
+        strtab = strings(sections[vi][6], ".gnu.version_d's string table")
         off = 0
         for _ in range(len(data) // lay.verdef.size + 1):  # bounded walk of the vd_next chain
             if off + lay.verdef.size > len(data):
@@ -249,7 +262,7 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     if SHT_GNU_VERNEED in by_type:
         vi = by_type[SHT_GNU_VERNEED]
         data = body(vi, ".gnu.version_r")
-        strtab = body(sections[vi][6], ".gnu.version_r's string table")
+        strtab = strings(sections[vi][6], ".gnu.version_r's string table")
         off = 0
         for _ in range(len(data) // lay.verneed.size + 1):  # bounded walk of the vn_next chain
             if off + lay.verneed.size > len(data):
@@ -276,14 +289,14 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     if SHT_DYNSYM in by_type:
         si = by_type[SHT_DYNSYM]
         symdata = body(si, ".dynsym")
-        strtab = body(sections[si][6], ".dynsym's string table")
+        strtab = strings(sections[si][6], ".dynsym's string table")
         symdata = symdata[: len(symdata) - len(symdata) % lay.sym.size]
         nsyms = len(symdata) // lay.sym.size
         versym: list[int] | None = None
         if SHT_GNU_VERSYM in by_type:
-            raw = body(by_type[SHT_GNU_VERSYM], ".gnu.version")
+            raw = body(by_type[SHT_GNU_VERSYM], ".gnu.version")[: 2 * nsyms]
             arr = array.array("H")
-            arr.frombytes(raw[: 2 * nsyms])
+            arr.frombytes(raw[: len(raw) - len(raw) % 2])  # an odd byte at the end is no entry
             if (lay.half_array[0] == ">") != (sys.byteorder == "big"):
                 arr.byteswap()
             versym = arr.tolist()
@@ -315,11 +328,13 @@ def _read(buf, name: str, want_fatbin: bool, symbols: bool = True, fd: int | Non
     return info
 
 
-def _cstr(table: bytes, off: int, name: str, where: str) -> str:
+def _cstr(table: str, off: int, name: str, where: str) -> str:
+    """The NUL-terminated string at ``off`` of a string table decoded as latin-1, as UTF-8."""
     if off >= len(table):
         raise ElfError(f"{name}: string offset {off} in {where} is past its string table ({len(table)} bytes)")
-    end = table.find(b"\0", off)
-    return table[off : end if end >= 0 else len(table)].decode("utf-8", "replace")
+    end = table.find("\0", off)
+    text = table[off : end if end >= 0 else len(table)]
+    return text if text.isascii() else text.encode("latin-1").decode("utf-8", "replace")
 
 
 # st_info -> the export's type char, or None for a binding that is not exported (LOCAL)
@@ -353,10 +368,11 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
     hidden: set[str] = set()
-    # Decode the string table once (latin-1 keeps byte offsets) and slice str objects; names
-    # that are not ASCII (rare: UTF-8 identifiers) are re-decoded as UTF-8 below.
-    text = strtab.decode("latin-1")
-    ascii_only = strtab.isascii()
+    # The string table comes decoded as latin-1 (byte offsets are character offsets): names are
+    # str slices of it; names that are not ASCII (rare: UTF-8 identifiers) are re-decoded as
+    # UTF-8 below.
+    text = strtab
+    ascii_only = text.isascii()
     find = text.find
     tlen = len(strtab)
     export_char = _EXPORT_CHAR
@@ -405,7 +421,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     info.imports = imports
     info.hidden_versions = frozenset(hidden)
     # A CPython extension module exports PyInit_<name>; a bytes search is cheaper than a key scan.
-    info.python_extension = b"PyInit_" in strtab and any(k.startswith("PyInit_") for k in exports)
+    info.python_extension = "PyInit_" in text and any(k.startswith("PyInit_") for k in exports)
 
 
 def split_version(key: str) -> tuple[str, str | None]:

@@ -81,6 +81,42 @@ def test_a_symbol_name_past_the_string_table_is_reported():
             read_elf_bytes(bytes(bad), display_name="bad.so")
 
 
+def _section_headers(data: bytearray) -> tuple[int, int, list[tuple]]:
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    return shoff, shentsize, [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+
+
+@needs_libc
+def test_an_error_in_a_mapped_file_is_the_reader_error(tmp_path):
+    """Sections are read through views of the file's mapping; an error raised while views are
+    alive still reaches the caller as the reader's error, not as a failure to unmap."""
+    data = bytearray(LIBC.read_bytes())
+    _, _, headers = _section_headers(data)
+    dynsym = next(h for h in headers if h[1] == 11)
+    struct.pack_into("<I", data, dynsym[4] + 24, headers[dynsym[6]][5] + 1)
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ElfError, match=r"bad.so: symbol 1 names offset \d+, past .dynstr"):
+        read_elf(bad)
+    assert read_elf(LIBC).soname == "libc.so.6"  # and the next read of a good file works
+
+
+@needs_libc
+def test_a_short_version_table_of_odd_length_is_reported(tmp_path):
+    """A .gnu.version section cut to an odd number of bytes, shorter than .dynsym needs: a
+    clear error, not a failure to build the array of 16-bit entries."""
+    data = bytearray(LIBC.read_bytes())
+    shoff, shentsize, headers = _section_headers(data)
+    idx = next(i for i, h in enumerate(headers) if h[1] == 0x6FFFFFFF)  # SHT_GNU_VERSYM
+    count = next(h for h in headers if h[1] == 11)[5] // 24
+    struct.pack_into("<Q", data, shoff + idx * shentsize + 0x20, 2 * (count // 2) + 1)
+    bad = tmp_path / "short.so"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ElfError, match=rf"short.so: .gnu.version has {count // 2} entries for {count} symbols"):
+        read_elf(bad)
+
+
 @pytest.mark.parametrize("lib", [p for p in (LIBC, LIBSTDCXX) if p is not None], ids=lambda p: p.name)
 def test_hash_lookup_agrees_with_full_reader(lib):
     full = read_elf(lib)
