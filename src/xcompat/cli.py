@@ -63,8 +63,33 @@ def _selected(argv: Sequence[str]) -> tuple[str, ...] | None:
     return None
 
 
+def _columns() -> int:
+    """The terminal's width, as ``shutil.get_terminal_size`` finds it."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter with the width given: argparse would import ``shutil`` for it
+    (with ``bz2``, ``lzma`` and ``zlib``), about 4 ms of every command's start-up, help or not."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        if kwargs.get("width") is None:
+            kwargs["width"] = _columns() - 2
+        super().__init__(prog, **kwargs)
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        formatter_class=_Formatter,
         prog="xcompat",
         description="Cross-architecture compatibility CI for Python packages with native extensions.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage/input error, 3 verification failed, "
@@ -79,12 +104,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         if selected is not None and key != selected:
             continue  # a selected subcommand's help and errors never list the others
         if len(key) == 1:
-            sub = top.add_parser(key[0], help=help_text, description=help_text)
+            sub = top.add_parser(key[0], help=help_text, description=help_text, formatter_class=_Formatter)
         else:
             if key[0] not in groups:
-                gp = top.add_parser(key[0], help=GROUP_HELP[key[0]], description=GROUP_HELP[key[0]])
+                gp = top.add_parser(key[0], help=GROUP_HELP[key[0]], description=GROUP_HELP[key[0]],
+                                    formatter_class=_Formatter)
                 groups[key[0]] = gp.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
-            sub = groups[key[0]].add_parser(key[1], help=help_text, description=help_text)
+            sub = groups[key[0]].add_parser(key[1], help=help_text, description=help_text, formatter_class=_Formatter)
         sub.set_defaults(_module=module)
         if key == selected:
             mod = importlib.import_module(module)
@@ -176,10 +202,10 @@ def exit_now(code: int) -> None:
     through :mod:`xcompat.outputs`); keep it so.
     """
     import atexit
-    import threading
 
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if threading.active_count() > 1 or run_exit_handlers is None:
+    threading = sys.modules.get("threading")  # never imported: no other thread was started
+    if (threading is not None and threading.active_count() > 1) or run_exit_handlers is None:
         raise SystemExit(code)
     run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -192,8 +192,22 @@ def _write_in_place(path: Path, data: bytes, kind: str) -> None:
         os.close(fd)
 
 
+def _create_temporary(folder: Path, name: str) -> tuple[int, str]:
+    """A new file ``.NAME.RANDOM.tmp`` in ``folder``, created exclusively, mode 0600, links not
+    followed: what ``tempfile.mkstemp`` does. Not imported for it: ``tempfile`` brings
+    ``shutil``, ``random`` and ``weakref``, about 4 ms of every command's start-up."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(folder))
+
+
 def _write_atomically(path: Path, data: bytes, existing: os.stat_result | None, mode: int | None) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temporary(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

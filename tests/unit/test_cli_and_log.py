@@ -29,6 +29,41 @@ def test_help_does_not_import_command_modules():
     assert proc.stderr.strip() == "LOADED="
 
 
+def test_abi_diff_imports_only_what_it_uses():
+    """Start-up is part of every diff's cost (a diff of two small libraries is mostly start-up):
+    the command's path keeps clear of modules it does not need. dataclasses (with inspect, ast
+    and dis) and shutil (with bz2 and lzma, through argparse's help width) cost about 30 ms."""
+    from pathlib import Path
+
+    # a library without debug info (with it on both sides, the abidiff tier runs a subprocess)
+    lib = next((str(p) for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib64/libc.so.6"),
+                                 Path("/lib/aarch64-linux-gnu/libc.so.6")) if p.exists()), None)
+    if lib is None:
+        pytest.skip("no glibc libc.so.6 found on this machine")
+    code = (
+        "import sys; from xcompat import cli\n"
+        f"cli.main(['abi', 'diff', {lib!r}, {lib!r}, '--format', 'json'])\n"
+        "bad = [m for m in ('dataclasses', 'inspect', 'shutil', 'tempfile', 'threading', 'torch', 'numpy',"
+        " 'jsonschema', 'yaml') if m in sys.modules]\n"
+        "sys.stderr.write('LOADED=' + ','.join(bad))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stderr.strip().endswith("LOADED="), proc.stderr
+
+
+def test_help_is_as_wide_as_the_terminal_says(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "50")
+    with pytest.raises(SystemExit):
+        cli.main(["abi", "diff", "--help"])
+    narrow = capsys.readouterr().out.splitlines()
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        cli.main(["abi", "diff", "--help"])
+    wide = capsys.readouterr().out.splitlines()
+    assert len(narrow) > len(wide)  # argparse wraps at the width given (a long option may overrun it)
+    assert max(map(len, narrow)) < max(map(len, wide)) <= 198
+
+
 def test_error_message_names_file_line_and_hint():
     err = InputError("unknown key 'pythn'", file="m.yml", line=3, column=5, hint="did you mean 'python'?")
     assert str(err) == "m.yml:3:5: unknown key 'pythn' (did you mean 'python'?)"

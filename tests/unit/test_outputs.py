@@ -407,3 +407,20 @@ def test_sigint_during_a_command_leaves_its_previous_output(tmp_path):
     assert "Traceback" not in proc.stderr
     assert out.read_text() == "previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+def test_the_temporary_file_is_private_exclusive_and_retried_on_a_taken_name(tmp_path, monkeypatch):
+    from xcompat import outputs
+
+    draws = iter([b"\x01" * 6, b"\x01" * 6, b"\x02" * 6])
+    monkeypatch.setattr(outputs.os, "urandom", lambda n: next(draws))
+    fd, first = outputs._create_temporary(tmp_path, "out.json")
+    os.close(fd)
+    assert Path(first).name == ".out.json.010101010101.tmp"
+    assert stat.S_IMODE(os.stat(first).st_mode) == 0o600
+    fd, second = outputs._create_temporary(tmp_path, "out.json")  # the same draw first: taken, drawn again
+    os.close(fd)
+    assert Path(second).name == ".out.json.020202020202.tmp"
+    monkeypatch.setattr(outputs.os, "urandom", lambda n: b"\x01" * 6)
+    with pytest.raises(FileExistsError):
+        outputs._create_temporary(tmp_path, "out.json")

@@ -9,7 +9,6 @@ is folded in as one finding. Its exit status is a bit field: 1 error, 2 usage er
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 ABIDIFF_ERROR = 1
@@ -49,7 +48,8 @@ def run_abidiff(old: Path, new: Path, add, unchecked: list[str], *, old_debug: b
             "were not checked: no DWARF debug info on both sides (build with -g to enable the abidiff tier)"
         )
         return
-    import subprocess  # here: most diffs have no debug info and never start abidiff
+    import shutil  # here: most diffs have no debug info and never start abidiff
+    import subprocess
 
     tool = shutil.which("abidiff")
     if tool is None:

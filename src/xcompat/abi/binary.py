@@ -2,44 +2,93 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 # ELF e_machine / Mach-O cputype -> the architecture name wheel tags use.
 ELF_MACHINES = {3: "i686", 62: "x86_64", 183: "aarch64", 40: "armv7l", 21: "ppc64le", 22: "s390x", 243: "riscv64"}
 
 
-@dataclass(slots=True)
-class LibraryInterface:
+class SlotRecord:
+    """Equality and repr from ``__slots__``, for the mutable records of the ABI readers.
+
+    The records of the ``abi diff`` path are not dataclasses on purpose: importing
+    ``dataclasses`` (it pulls in ``inspect``, ``ast``, ``dis``) and building ten classes with
+    it (each compiles its methods with ``exec``) cost about 25 ms, a twentieth of a whole
+    diff of libtorch_cpu.so. Frozen records are ``typing.NamedTuple`` classes; the two
+    mutable ones use this."""
+
+    __slots__: tuple[str, ...] = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, n) for n in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+
+class LibraryInterface(SlotRecord):
     """What a loader and a linker see of one shared object or extension module.
 
     ``exports`` maps a symbol key (``name`` or ``name@VERSION``) to (type char, size);
     ``imports`` maps an undefined symbol's name to (weak, version, library of the version).
+    ``python_extension`` is set by the readers; None means "not known yet, look at the
+    exports". ``hidden_versions``: versioned export keys ("name@VER") that are not the default
+    version of their name (``.symver name,name@VER`` compat aliases, versym hidden bit): only
+    references that ask for VER bind to them. ``_objects``: exported data objects (incl. TLS
+    and GNU-unique) -> st_size, filled by the ELF reader.
     """
 
-    path: str
-    format: str  # "elf" | "macho"
-    arch: str
-    soname: str | None = None
-    needed: tuple[str, ...] = ()
-    rpath: tuple[str, ...] = ()
-    runpath: tuple[str, ...] = ()
-    exports: dict[str, tuple[str, int]] = field(default_factory=dict)
-    imports: dict[str, tuple[bool, str | None, str | None]] = field(default_factory=dict)
-    version_defs: tuple[str, ...] = ()
-    version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    cuda_archs: tuple[str, ...] | None = None
-    numpy_target: str | None = None
-    macos_target: str | None = None
-    unchecked: list[str] = field(default_factory=list)
-    # set by the readers; None means "not known yet, look at the exports"
-    python_extension: bool | None = None
-    debug_info: bool | None = None
-    # versioned export keys ("name@VER") that are not the default version of their name
-    # (``.symver name,name@VER`` compat aliases, versym hidden bit): only references that ask
-    # for VER bind to them
-    hidden_versions: frozenset[str] = frozenset()
-    # exported data objects (incl. TLS and GNU-unique) -> st_size; filled by the ELF reader
-    _objects: dict[str, int] | None = None
+    __slots__ = (  # noqa: RUF023 (field order, as repr shows them)
+        "path", "format", "arch", "soname", "needed", "rpath", "runpath", "exports", "imports",
+        "version_defs", "version_needs", "cuda_archs", "numpy_target", "macos_target", "unchecked",
+        "python_extension", "debug_info", "hidden_versions", "_objects",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        format: str,  # "elf" | "macho"
+        arch: str,
+        soname: str | None = None,
+        needed: tuple[str, ...] = (),
+        rpath: tuple[str, ...] = (),
+        runpath: tuple[str, ...] = (),
+        exports: dict[str, tuple[str, int]] | None = None,
+        imports: dict[str, tuple[bool, str | None, str | None]] | None = None,
+        version_defs: tuple[str, ...] = (),
+        version_needs: dict[str, tuple[str, ...]] | None = None,
+        cuda_archs: tuple[str, ...] | None = None,
+        numpy_target: str | None = None,
+        macos_target: str | None = None,
+        unchecked: list[str] | None = None,
+        python_extension: bool | None = None,
+        debug_info: bool | None = None,
+        hidden_versions: frozenset[str] = frozenset(),
+        _objects: dict[str, int] | None = None,
+    ) -> None:
+        self.path = path
+        self.format = format
+        self.arch = arch
+        self.soname = soname
+        self.needed = needed
+        self.rpath = rpath
+        self.runpath = runpath
+        self.exports: dict[str, tuple[str, int]] = {} if exports is None else exports
+        self.imports: dict[str, tuple[bool, str | None, str | None]] = {} if imports is None else imports
+        self.version_defs = version_defs
+        self.version_needs: dict[str, tuple[str, ...]] = {} if version_needs is None else version_needs
+        self.cuda_archs = cuda_archs
+        self.numpy_target = numpy_target
+        self.macos_target = macos_target
+        self.unchecked: list[str] = [] if unchecked is None else unchecked
+        self.python_extension = python_extension
+        self.debug_info = debug_info
+        self.hidden_versions = hidden_versions
+        self._objects = _objects
 
     @property
     def object_sizes(self) -> dict[str, int]:

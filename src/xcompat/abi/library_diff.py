@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xcompat.abi import noise
 from xcompat.abi.binary import LibraryInterface
@@ -28,8 +27,7 @@ if TYPE_CHECKING:
     from xcompat.abi.diff import Collector
 
 
-@dataclass(frozen=True, slots=True)
-class LibraryPair:
+class LibraryPair(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
     old_key: str
     new_key: str
     old: LibraryInterface
@@ -40,8 +38,7 @@ class LibraryPair:
         return {"old": self.old_key, "new": self.new_key, "how": self.how}
 
 
-@dataclass(frozen=True, kw_only=True)
-class LibraryContext:
+class LibraryContext(NamedTuple):
     """What a library diff needs to know about the builds around the libraries."""
 
     # prefix ("GLIBC_", "GLIBCXX_", "CXXABI_") -> highest version the new wheel's platform tag

@@ -24,15 +24,14 @@ old size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import compress
 from operator import ne
+from typing import NamedTuple
 
 from xcompat.abi.binary import LibraryInterface
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
+class Definition(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
     """One exported definition of a base name."""
 
     key: str  # the manifest key: "name" or "name@VER"
@@ -42,8 +41,7 @@ class Definition:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class Reference:
+class Reference(NamedTuple):
     """A symbol reference a consumer linked against the old library may hold."""
 
     name: str
@@ -110,8 +108,7 @@ def old_target(ref: Reference, defs: list[Definition]) -> Definition | None:
     return bind(ref, defs, versioned=True) or bind(ref, defs, versioned=False)
 
 
-@dataclass(frozen=True, slots=True)
-class BindingChange:
+class BindingChange(NamedTuple):
     """One way the new library treats an old reference differently."""
 
     kind: str  # "unbound" | "version_gone" | "size_changed"

@@ -10,11 +10,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcompat.abi.binary import LibraryInterface
+from xcompat.abi.binary import LibraryInterface, SlotRecord
 
 MANIFEST_VERSION = 1
 SNAPSHOT_SUFFIXES = (".json.gz", ".abi.gz", ".json")
@@ -24,25 +23,48 @@ class ManifestError(ValueError):
     pass
 
 
-@dataclass
-class Manifest:
-    source: str
-    kind: str  # "wheel" | "wheels" | "library" | "snapshot"
-    name: str | None = None
-    version: str | None = None
-    tags: tuple[str, ...] = ()
-    requires_python: str | None = None
-    requires_dist: tuple[str, ...] = ()
-    libraries: dict[str, LibraryInterface] = field(default_factory=dict)
-    # dotted path -> {"kind": ..., "signature": ...}; None when not extracted
-    python_api: dict[str, dict[str, Any]] | None = None
-    # "ns::op.overload" -> schema string; None when not extracted
-    torch_ops: dict[str, str] | None = None
-    unchecked: list[str] = field(default_factory=list)
-    # for a snapshot: what it was taken of ("wheel", "wheels", "library")
-    origin_kind: str | None = None
-    # the wheel the Python API was read from (runtime verification imports it); not stored
-    python_api_wheel: str | None = None
+class Manifest(SlotRecord):
+    """``kind``: "wheel" | "wheels" | "library" | "snapshot". ``python_api``: dotted path ->
+    {"kind": ..., "signature": ...}, None when not extracted. ``torch_ops``: "ns::op.overload"
+    -> schema string, None when not extracted. ``origin_kind``: for a snapshot, what it was
+    taken of ("wheel", "wheels", "library"). ``python_api_wheel``: the wheel the Python API was
+    read from (runtime verification imports it); not stored. (Not a dataclass: see
+    :class:`~xcompat.abi.binary.SlotRecord`.)"""
+
+    __slots__ = (  # noqa: RUF023 (field order, as repr shows them)
+        "source", "kind", "name", "version", "tags", "requires_python", "requires_dist", "libraries",
+        "python_api", "torch_ops", "unchecked", "origin_kind", "python_api_wheel",
+    )
+
+    def __init__(
+        self,
+        source: str,
+        kind: str,
+        name: str | None = None,
+        version: str | None = None,
+        tags: tuple[str, ...] = (),
+        requires_python: str | None = None,
+        requires_dist: tuple[str, ...] = (),
+        libraries: dict[str, LibraryInterface] | None = None,
+        python_api: dict[str, dict[str, Any]] | None = None,
+        torch_ops: dict[str, str] | None = None,
+        unchecked: list[str] | None = None,
+        origin_kind: str | None = None,
+        python_api_wheel: str | None = None,
+    ) -> None:
+        self.source = source
+        self.kind = kind
+        self.name = name
+        self.version = version
+        self.tags = tags
+        self.requires_python = requires_python
+        self.requires_dist = requires_dist
+        self.libraries: dict[str, LibraryInterface] = {} if libraries is None else libraries
+        self.python_api = python_api
+        self.torch_ops = torch_ops
+        self.unchecked: list[str] = [] if unchecked is None else unchecked
+        self.origin_kind = origin_kind
+        self.python_api_wheel = python_api_wheel
 
     def summary(self) -> dict[str, Any]:
         """The short description that goes into a diff result's ``old`` / ``new``."""

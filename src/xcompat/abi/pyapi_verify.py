@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +189,7 @@ def verify_findings(
         if verdict is None:
             drop.add(i)
         elif verdict == "extended":
-            out[i] = replace(f, kind="python_signature_extended", required_bump=policy.bump("python_signature_extended"),
+            out[i] = f._replace(kind="python_signature_extended", required_bump=policy.bump("python_signature_extended"),
                              detail=f"{f.detail} (at run time: a compatible extension)")
     if drop:
         filtered["python-api-runtime"] += len(drop)
@@ -200,5 +199,5 @@ def verify_findings(
 
 
 def _unverified(f: Finding, reason: str, policy: Policy) -> Finding:
-    return replace(f, kind="python_api_unverified", required_bump=policy.bump("python_api_unverified"),
+    return f._replace(kind="python_api_unverified", required_bump=policy.bump("python_api_unverified"),
                    detail=f"unverified ({reason}): {f.detail}", old=f.kind)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # The one Bump and bump order of xcompat (xcompat.results.status).
 from xcompat.results.status import BUMP_ORDER as BUMPS
@@ -47,8 +46,7 @@ def worst(bumps) -> Bump:
     return best
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
     rules: Mapping[str, Bump]
     ignore: tuple[str, ...] = ()
     # finding kinds that fail the check; None: every kind at or above the fail-on bump
