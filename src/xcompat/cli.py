@@ -87,9 +87,17 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, **kwargs)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser using :class:`_Formatter`; sub-parsers are made of the parent's class,
+    so every parser of the command line gets it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        formatter_class=_Formatter,
+    parser = _Parser(
         prog="xcompat",
         description="Cross-architecture compatibility CI for Python packages with native extensions.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage/input error, 3 verification failed, "
@@ -104,13 +112,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         if selected is not None and key != selected:
             continue  # a selected subcommand's help and errors never list the others
         if len(key) == 1:
-            sub = top.add_parser(key[0], help=help_text, description=help_text, formatter_class=_Formatter)
+            sub = top.add_parser(key[0], help=help_text, description=help_text)
         else:
             if key[0] not in groups:
-                gp = top.add_parser(key[0], help=GROUP_HELP[key[0]], description=GROUP_HELP[key[0]],
-                                    formatter_class=_Formatter)
+                gp = top.add_parser(key[0], help=GROUP_HELP[key[0]], description=GROUP_HELP[key[0]])
                 groups[key[0]] = gp.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
-            sub = groups[key[0]].add_parser(key[1], help=help_text, description=help_text, formatter_class=_Formatter)
+            sub = groups[key[0]].add_parser(key[1], help=help_text, description=help_text)
         sub.set_defaults(_module=module)
         if key == selected:
             mod = importlib.import_module(module)
