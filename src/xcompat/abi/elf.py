@@ -24,7 +24,7 @@ import struct
 import sys
 from pathlib import Path
 
-from xcompat.abi.binary import ELF_MACHINES, LibraryInterface
+from xcompat.abi.binary import ELF_MACHINES, SIZED_TYPES, Exports, LibraryInterface
 from xcompat.gcpause import paused_gc
 
 ELF_MAGIC = b"\x7fELF"
@@ -65,7 +65,7 @@ def _info_char(info: int) -> str:
 
 
 _INFO_CHAR = {info: _info_char(info) for info in range(256)}
-_OBJECT_CHARS = "oOtTu"
+_OBJECT_CHARS = SIZED_TYPES
 
 # NumPy bakes its C-API target into the message that ``import_array()`` prints on mismatch.
 _NUMPY_TARGET = re.compile(rb"compiled against NumPy C-API version 0x[%\w]+ \(NumPy ([0-9]+\.[0-9]+)\)")
@@ -364,7 +364,7 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     # (memoryview column slices, bytes.translate, itertools.compress, names from one split of
     # .dynstr and an offset table, dict(zip(...))) was measured no faster on libtorch_cpu.so
     # and 11 MB larger: creating the strings and dicts dominates either way.
-    exports: dict[str, tuple[str, int]] = {}
+    exports: dict[str, str] = {}  # key -> type char; sizes of data objects only (binary.Exports)
     objects: dict[str, int] = {}
     imports: dict[str, tuple[bool, str | None, str | None]] = {}
     hidden: set[str] = set()
@@ -377,9 +377,8 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
     tlen = len(strtab)
     export_char = _EXPORT_CHAR
     objects_chars = _OBJECT_CHARS
-    # One (kind, size) tuple per export. Sharing equal tuples through a dict (libtorch_cpu.so:
-    # 74,000 exports, 7,400 distinct pairs) saved 8 MB on that pair but cost 10% of the read
-    # (a setdefault per symbol, measured in one process, alternating): not kept.
+    # No (kind, size) tuple per export: the type char is a cached one-character string, and
+    # only data objects keep a size (binary.Exports says why).
     _check_name_offsets(lay, symdata, tlen, name)  # once for all symbols, not in the loop
     rows = lay.sym_read.iter_unpack(symdata)
     if lay.sym_reorder:
@@ -413,10 +412,10 @@ def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
                     sym = f"{sym}@{vn[0]}"
                     if v & 0x8000:
                         hidden.add(sym)
-        exports[sym] = (tc, size)
+        exports[sym] = tc
         if tc in objects_chars:
             objects[sym] = size
-    info.exports = exports
+    info.exports = Exports(exports, objects)
     info._objects = objects
     info.imports = imports
     info.hidden_versions = frozenset(hidden)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from xcompat.abi import noise
-from xcompat.abi.binary import LibraryInterface
+from xcompat.abi.binary import SIZED_TYPES, LibraryInterface
 from xcompat.abi.loader import changed_names, compare_bindings, definitions_of, is_versioned
 from xcompat.abi.noise import unhashed_name
 
@@ -345,7 +345,7 @@ def _binding_findings(
             c.add("symbol_removed", key, sym,
                   f"{sym} is only exported at hidden versions now: unversioned references and dlsym() no longer find it")
         else:
-            size = old.size if old.type_char in "oOtTu" else None
+            size = old.size if old.type_char in SIZED_TYPES else None
             where = moved(sym, size) if moved is not None else None
             resized = moved(sym, None) if moved is not None and where is None and size is not None else None
             if resized is not None:

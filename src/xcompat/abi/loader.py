@@ -28,7 +28,7 @@ from itertools import compress
 from operator import ne
 from typing import NamedTuple
 
-from xcompat.abi.binary import LibraryInterface
+from xcompat.abi.binary import SIZED_TYPES, LibraryInterface
 
 
 class Definition(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
@@ -145,7 +145,7 @@ def compare_bindings(
             if new is None:
                 kind = "version_gone" if ref.version else "unbound"
                 out.append(BindingChange(kind, ref, old))
-            elif old.size and new.size and old.size != new.size and old.type_char in "oOtTu":
+            elif old.size and new.size and old.size != new.size and old.type_char in SIZED_TYPES:
                 out.append(BindingChange("size_changed", ref, old, new))
     return out
 
@@ -163,9 +163,10 @@ def definitions_of(lib: LibraryInterface, names: set[str] | None) -> dict[str, l
             if row is not None:
                 out[name] = [Definition(key=name, version=None, hidden=False, type_char=row[0], size=row[1])]
         return out
-    for key, (tc, size) in exports.items():
+    for key in exports:
         name, sep, ver = key.partition("@")
         if name in names:
+            tc, size = exports[key]
             out.setdefault(name, []).append(
                 Definition(key=key, version=ver if sep else None, hidden=key in hidden, type_char=tc, size=size)
             )

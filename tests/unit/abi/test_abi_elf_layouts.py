@@ -117,9 +117,10 @@ def test_every_layout_reads_the_same_interface(tmp_path: Path, bits: int, order:
     path = tmp_path / f"libdemo-{bits}-{order}.so"
     path.write_bytes(_elf(bits, order))
     info = read_elf(path, want_fatbin=False)
+    # functions read as size 0: only data objects keep their st_size (binary.Exports)
     assert info.exports == {
-        "compute": ("f", 120), "inline_helper": ("F", 40), "table@V2": ("o", 64), "table@V1": ("o", 32),
-        "guard": ("u", 8), "tls_state": ("t", 16), "putenv_bar": ("f", 5), "bar": ("f", 6), "größe": ("o", 4),
+        "compute": ("f", 0), "inline_helper": ("F", 0), "table@V2": ("o", 64), "table@V1": ("o", 32),
+        "guard": ("u", 8), "tls_state": ("t", 16), "putenv_bar": ("f", 0), "bar": ("f", 0), "größe": ("o", 4),
     }
     assert info.hidden_versions == {"table@V1"}
     assert info.imports == {"malloc": (False, None, None), "__gmon_start__": (True, None, None)}

@@ -55,7 +55,8 @@ def _pyelftools_interface(path: Path) -> tuple[dict[str, tuple[str, int]], dict[
             ndx = versym.get_symbol(i)["ndx"] if versym is not None else 0
             ndx = ndx if isinstance(ndx, int) else 0
             key = sym.name if (ndx & 0x7FFF) <= 1 else f"{sym.name}@{names[ndx & 0x7FFF]}"
-            exports[key] = (char, sym["st_size"])
+            # the reader keeps the size of data objects only (a function's is its code length)
+            exports[key] = (char, sym["st_size"] if char in "oOtTu" else 0)
     return exports, imports
 
 

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from xcompat.abi.binary import LibraryInterface
+from xcompat.abi.binary import Exports, LibraryInterface
 from xcompat.abi.diff import Finding
 from xcompat.abi.loader import Definition
 from xcompat.abi.manifest import Manifest
@@ -52,3 +52,42 @@ def test_frozen_records_stay_frozen_and_replace_makes_a_new_one():
     assert f.old is None and f.to_dict()["symbol"] == "_Z1fv"
     d = Definition(key="f@V1", version="V1", hidden=False, type_char="f", size=0)
     assert {d: 1}[Definition(key="f@V1", version="V1", hidden=False, type_char="f", size=0)] == 1
+
+
+def _exports() -> Exports:
+    return Exports({"f": "f", "tbl@V1": "o", "g": "W"}, {"tbl@V1": 24})
+
+
+def test_exports_read_as_a_mapping_of_type_and_size():
+    e = _exports()
+    assert e["f"] == ("f", 0) and e["tbl@V1"] == ("o", 24)  # only data objects keep a size
+    assert len(e) == 3 and list(e) == ["f", "tbl@V1", "g"] and "g" in e and "h" not in e
+    assert dict(e.items()) == {"f": ("f", 0), "tbl@V1": ("o", 24), "g": ("W", 0)}
+    assert list(e.values()) == [("f", 0), ("o", 24), ("W", 0)]
+    assert ("tbl@V1", ("o", 24)) in e.items() and ("tbl@V1", ("o", 8)) not in e.items()
+    assert e.get("tbl@V1") == ("o", 24) and e.get("h") is None and e.get("h", ("?", 1)) == ("?", 1)
+    with pytest.raises(KeyError):
+        e["h"]
+    # the keys are the dict's own view: set operations between two libraries stay in C
+    assert type(e.keys()) is type({}.keys())
+    assert e.keys() ^ Exports({"f": "f", "new": "f"}, {}).keys() == {"tbl@V1", "g", "new"}
+
+
+def test_exports_compare_with_exports_and_with_plain_mappings():
+    assert _exports() == _exports()
+    assert _exports() == {"f": ("f", 0), "tbl@V1": ("o", 24), "g": ("W", 0)}
+    assert _exports() != Exports({"f": "f", "tbl@V1": "o", "g": "W"}, {"tbl@V1": 32})  # object grew
+    assert _exports() != Exports({"f": "F", "tbl@V1": "o", "g": "W"}, {"tbl@V1": 24})  # binding changed
+    assert _exports() != {"f": ("f", 0)} and _exports() != ["f"]
+    with pytest.raises(TypeError):
+        hash(_exports())
+    assert repr(Exports({"f": "f"}, {})) == "Exports({'f': ('f', 0)})"
+    assert _lib(exports=_exports()) == _lib(exports=_exports())
+    assert _lib(exports=_exports()) != _lib(exports=Exports({"f": "f"}, {}))
+
+
+def test_exports_survive_pickling_and_feed_the_object_sizes():
+    lib = _lib(exports=_exports())
+    back = pickle.loads(pickle.dumps(lib))
+    assert isinstance(back.exports, Exports) and back == lib
+    assert back.object_sizes == {"tbl@V1": 24}  # derived from the exports when the reader did not fill it
