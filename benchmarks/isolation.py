@@ -302,6 +302,9 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
                      f" {cpu_overhead_ms:.1f} ms/test of CPU (target <= 10 ms)")
         lines.append(f"    --isolate file / plain pytest:    {file_ratio:.2f}x loop wall,"
                      f" {cpu['--isolate file'] / cpu['plain pytest']:.2f}x command CPU (target <= 1.2x)")
+        for mode in FLOOR_MODES:  # a floor of failing or missing tests would measure nothing
+            if any(s["outcomes"] != {"passed": FLOOR_FILES} for s in floor_samples[mode]):
+                raise SystemExit(f"floor suite under {mode}: {floor_samples[mode][0]['outcomes']}")
         floor_loop = {mode: statistics.median(s["loop_s"] for s in floor_samples[mode]) for mode in FLOOR_MODES}
         process_s = (floor_loop["--isolate file"] - floor_loop["plain pytest"]) / FLOOR_FILES
         files = samples["plain pytest"][0]["files"]
