@@ -114,6 +114,45 @@ def _quiet_pytest(config: Any) -> None:
     reporter = config.pluginmanager.getplugin("terminalreporter")
     if reporter is not None:
         reporter._tw = _null_terminal_writer(config)
+    drop_reporter_hooks(config)
+
+
+class _ReporterView:
+    """pytest's terminal reporter as a test process keeps it: the same object for code that
+    looks it up by name (``config.get_terminal_writer()``, plugins), without its hooks.
+
+    In a test process the reporter only writes to a null writer: the parent prints each
+    test's line from the replayed reports. Its per-test hooks (log start, log report, log
+    finish, warnings) still cost every process its first calls and the copy-on-write faults
+    of every object they touch, about 1 ms per process. pluggy removes a plugin's hooks only
+    with the plugin itself, so the reporter is unregistered and this view, which has no hook
+    methods of its own, is registered under its name.
+    """
+
+    __slots__ = ("_reporter",)
+
+    def __init__(self, reporter: Any) -> None:
+        object.__setattr__(self, "_reporter", reporter)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_reporter"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_reporter"), name, value)
+
+    def __repr__(self) -> str:
+        return f"<test process view of {object.__getattribute__(self, '_reporter')!r}>"
+
+
+def drop_reporter_hooks(config: Any) -> None:
+    """In a test process (or the zygote that forks them): keep pytest's terminal reporter
+    reachable by name but take its hooks out of every hook call (see ``_ReporterView``)."""
+    manager = config.pluginmanager
+    reporter = manager.get_plugin("terminalreporter")
+    if reporter is None or isinstance(reporter, _ReporterView):
+        return
+    manager.unregister(reporter, "terminalreporter")
+    manager.register(_ReporterView(reporter), "terminalreporter")
 
 
 class ReportForwarder:

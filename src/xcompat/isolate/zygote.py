@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from xcompat.isolate.child import drop_reporter_hooks
 from xcompat.isolate.processes import ForkLauncher, TestProcess, release
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
@@ -318,6 +319,7 @@ class ZygoteLauncher(ForkLauncher):
             try:
                 parent_end.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when it ends
+                drop_reporter_hooks(config)  # once here, not in every test process
                 _Zygote(zygote_end, config, self._items, self).serve()
             except BaseException:  # noqa: BLE001 - never run the parent's code in the zygote
                 code = 1
