@@ -95,6 +95,15 @@ class Launcher(Protocol):
         """Set ``process.status`` once it exited (``block``: wait for that)."""
         ...
 
+    def notice_fd(self) -> int | None:
+        """A descriptor that turns readable when the launcher has news of its processes (the
+        zygote's socket: an exit status, a spare), or None when it has none to give."""
+        ...
+
+    def read_notices(self) -> None:
+        """Take in what waits on ``notice_fd``, without blocking."""
+        ...
+
     def ended(self, process: TestProcess) -> None: ...
 
     def close(self) -> None: ...
@@ -306,6 +315,13 @@ class ForkLauncher:
 
     def reap(self, process: TestProcess, *, block: bool) -> None:
         reap(process, block=block)
+
+    def notice_fd(self) -> int | None:
+        """None: the parent reaps its forks itself, when their pidfds say they ended."""
+        return None
+
+    def read_notices(self) -> None:
+        """Nothing to read: see ``notice_fd``."""
 
     def ended(self, process: TestProcess) -> None:
         """Nothing to release: the parent reaped the fork itself."""

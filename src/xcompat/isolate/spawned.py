@@ -98,6 +98,13 @@ class SpawnLauncher:
     def reap(self, process: TestProcess, *, block: bool) -> None:
         reap(process, block=block)
 
+    def notice_fd(self) -> int | None:
+        """None: spawned workers are this process's own children, reaped with ``waitpid``."""
+        return None
+
+    def read_notices(self) -> None:
+        """Nothing to read: see ``notice_fd``."""
+
     def ended(self, process: TestProcess) -> None:
         proc = self._procs.pop(process.pid, None)
         if proc is not None:

@@ -200,6 +200,7 @@ class ZygoteLauncher(ForkLauncher):
         self._asked: set[int] = set()  # slots whose spare the zygote is forking
         self._config: Any = None
         self._own: set[int] = set()  # processes the parent forked itself (without a zygote)
+        self._unreported: dict[int, float] = {}  # ended processes whose report is awaited, since
 
     # -- the parent's side ----------------------------------------------------------
     def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
@@ -259,16 +260,27 @@ class ZygoteLauncher(ForkLauncher):
 
     def reap(self, process: TestProcess, *, block: bool) -> None:
         """The exit status of a process that ended, as the zygote reports it (``block``: wait
-        for the report; a process of the parent's own is reaped by the parent)."""
+        for the report; a process of the parent's own is reaped by the parent).
+
+        The parent calls this once the process's pidfd says it ended, without blocking: the
+        report comes when the zygote is done with what it was doing (forking the next spare:
+        milliseconds the parent would otherwise wait for), and the zygote's socket
+        (``notice_fd``) wakes the parent then. A report that has not come ``ANSWER_S`` after
+        the first ask means a stopped zygote: it is given up, and the process, an orphan of
+        this subreaper then, is reaped here."""
         if self._sock is not None and process.pid not in self._own:
             try:
                 while process.pid not in self._ended:
                     message, fds = self._next(wait=block)
                     if message is None:
-                        return  # not reported yet
+                        asked = self._unreported.setdefault(process.pid, time.monotonic())
+                        if time.monotonic() - asked < ANSWER_S:
+                            return  # not reported yet
+                        raise TimeoutError(f"the zygote did not report the exit of {process.pid}")
                     self._note(message, fds)
             except OSError:
                 self._lost()  # its process is an orphan now, re-parented to this subreaper
+        self._unreported.pop(process.pid, None)
         if process.pid in self._ended:
             process.status = self._ended.pop(process.pid)
             try:
@@ -277,6 +289,21 @@ class ZygoteLauncher(ForkLauncher):
                 pass
         else:
             reap_own_child(process, block=block)
+
+    def notice_fd(self) -> int | None:
+        return None if self._sock is None else self._sock.fileno()
+
+    def read_notices(self) -> None:
+        if self._sock is None:
+            return
+        try:
+            while True:
+                message, fds = self._next(wait=False)
+                if message is None:
+                    return
+                self._note(message, fds)
+        except OSError:
+            self._lost()
 
     def close(self) -> None:
         super().close()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 from xcompat.isolate import zygote
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
+from xcompat.isolate.processes import ForkLauncher
 from xcompat.isolate.wire import read_assignment
 
 pytestmark = pytest.mark.skipif(
@@ -161,3 +164,51 @@ def test_a_spare_whose_descriptors_were_lost_is_not_waited_for(pair) -> None:
     os.close(process.read_fd)
     os.close(process.pidfd)
     os.close(started_w)
+
+
+def _ended_process(launcher: zygote.ZygoteLauncher, fake: FakeZygote, items: list[object]):
+    launcher.prepare_spare(launcher._config, 0)
+    fake.hand_spare()
+    process = launcher.start(launcher._config, [items[0]], 0)
+    os.close(process.read_fd)
+    os.close(process.pidfd)
+    return process
+
+
+def test_an_exit_not_reported_yet_does_not_keep_the_parent_waiting(pair) -> None:
+    """The parent asks without blocking once a process's pidfd says it ended; the zygote's
+    socket (``notice_fd``) turns readable when the report comes, and ``read_notices`` takes it."""
+    launcher, fake, items = pair
+    process = _ended_process(launcher, fake, items)
+    notices = launcher.notice_fd()
+    assert notices is not None
+    assert select.select([notices], [], [], 0)[0] == []
+    launcher.reap(process, block=False)  # nothing reported: returns at once
+    assert process.status is None and launcher._sock is not None
+    fake.send({"op": "ended", "pid": process.pid, "status": 9})
+    assert select.select([notices], [], [], 5)[0] == [notices]
+    launcher.read_notices()
+    assert select.select([notices], [], [], 0)[0] == []  # everything waiting was taken in
+    launcher.reap(process, block=False)
+    assert process.status == 9
+    assert launcher._unreported == {}
+
+
+def test_a_zygote_that_never_reports_an_exit_is_given_up_after_its_answer_time(pair, monkeypatch) -> None:
+    launcher, fake, items = pair
+    process = _ended_process(launcher, fake, items)
+    monkeypatch.setattr(zygote, "ANSWER_S", 0.2)
+    launcher.reap(process, block=False)
+    assert process.status is None and launcher._sock is not None  # the clock starts here
+    time.sleep(0.3)
+    lost = []
+    monkeypatch.setattr(launcher, "_lost", lambda: lost.append(True))
+    launcher.reap(process, block=False)
+    assert lost == [True]  # then the orphan is the parent's to reap
+
+
+def test_launchers_without_a_zygote_have_no_notices(tmp_path: Path) -> None:
+    launcher = ForkLauncher(slots=[DeviceSlot(label="cpu")], folder=str(tmp_path), timeout_s=None, threads=None,
+                            leak_kinds=(), leak_policy=LeakPolicy())
+    assert launcher.notice_fd() is None
+    launcher.read_notices()  # nothing to read, nothing raised
