@@ -68,10 +68,10 @@ def run_groups(
     # Move everything alive now (torch, sympy, collected items) out of the collector's
     # reach: a child's first full collection would otherwise touch every object and
     # copy-on-write the whole heap, tens of milliseconds per test. Without a collection
-    # first, as Python's documentation of gc.freeze advises: it would take 20 to 30 ms of
-    # every run (the whole heap is walked), and the holes it leaves in shared pages are where
-    # test processes' new objects would go, each a copy-on-write fault. The garbage frozen
-    # with the rest is collected after the run (gc.unfreeze below).
+    # first, as Python's documentation of gc.freeze advises (it would leave holes in shared
+    # pages for the children's new objects): a full collection walks the whole heap, 20 to
+    # 30 ms of every run. The garbage frozen with the rest is collected after the run
+    # (gc.unfreeze below).
     gc.freeze()
     launcher.begin(session.items)
     pending = group_items(session.items, isolation)

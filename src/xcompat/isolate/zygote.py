@@ -200,7 +200,7 @@ class ZygoteLauncher(ForkLauncher):
         self._asked: set[int] = set()  # slots whose spare the zygote is forking
         self._config: Any = None
         self._own: set[int] = set()  # processes the parent forked itself (without a zygote)
-        self._unreported: dict[int, float] = {}  # ended processes whose report is awaited, since
+        self._unreported: dict[int, float] = {}  # pid -> when its exit report was first asked for
 
     # -- the parent's side ----------------------------------------------------------
     def start(self, config: Any, group: list[Any], slot_index: int) -> TestProcess:
@@ -291,9 +291,12 @@ class ZygoteLauncher(ForkLauncher):
             reap_own_child(process, block=block)
 
     def notice_fd(self) -> int | None:
+        """The zygote's socket, while there is a zygote: exit reports and spares arrive there."""
         return None if self._sock is None else self._sock.fileno()
 
     def read_notices(self) -> None:
+        """Note every packet waiting on the socket (exit statuses, spares); a socket at its end
+        means the zygote is gone."""
         if self._sock is None:
             return
         try:
