@@ -19,7 +19,7 @@ from typing import Any
 
 from xcompat.isolate.classify import TEST_INTERRUPT_EXIT
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
-from xcompat.isolate.wire import Channel
+from xcompat.isolate.wire import Channel, warning_to_wire
 
 # The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
 DUMP_SIGNAL = signal.SIGUSR1 if hasattr(signal, "SIGUSR1") else None
@@ -174,6 +174,12 @@ class ReportForwarder:
             return
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
         self.channel.queue({"event": "report", "nodeid": report.nodeid, "report": data})
+
+    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
+        if self.channel is None:
+            return
+        self.channel.queue({"event": "warning", "nodeid": nodeid, "when": when,
+                            "warning": warning_to_wire(warning_message)})
 
 
 def report_forwarder(config: Any) -> ReportForwarder:

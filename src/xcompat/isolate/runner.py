@@ -54,7 +54,7 @@ from xcompat.isolate.processes import (
 from xcompat.isolate.scheduler import run_groups
 from xcompat.isolate.strays import become_subreaper, collect_strays
 from xcompat.isolate.warmup import WarmState, torch_in_use_after_collection, warm_parent
-from xcompat.isolate.wire import Channel, leak_from_wire, report_from_wire
+from xcompat.isolate.wire import Channel, leak_from_wire, report_from_wire, warning_from_wire
 
 
 class IsolatedRunner:
@@ -248,6 +248,11 @@ class IsolatedRunner:
             config.hook.pytest_runtest_logreport(report=report)
         elif event == "leaks" and current is not None:
             current.leaks.extend(leak_from_wire(d) for d in message["leaks"])
+        elif event == "warning":
+            # into the parent's own warnings summary, as pytest records a warning in process
+            config.hook.pytest_warning_recorded.call_historic(kwargs={
+                "warning_message": warning_from_wire(message.get("warning") or {}),
+                "when": str(message.get("when") or "runtest"), "nodeid": nodeid, "location": None})
         elif event == "done" and current is not None:
             output = read_from(process.out_path, current.out_start, int(message.get("out", 0)))
             record = record_from_reports(

@@ -15,6 +15,8 @@ Two pipes per test process:
   - ``{"event": "report", "nodeid", "report": {...}}``: one setup/call/teardown report in
     pytest's own serialisable form (``pytest_report_to_serializable``);
   - ``{"event": "leaks", "nodeid", "leaks": [...]}``: leak-check results;
+  - ``{"event": "warning", "nodeid", "when", "warning": {...}}``: a warning pytest recorded
+    in the test (``warning_to_wire``), for the parent's warnings summary;
   - ``{"event": "done", "nodeid", "out": offset}``: the test and its teardown finished.
 
 Tests run in the order assigned, so a process that ends abnormally before a test's messages
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +36,8 @@ from xcompat.isolate.outcomes import LeakReport
 
 # One read from a pipe.
 CHUNK = 1 << 16
+# A forwarded warning's text is cut to this many characters (a test may warn with megabytes).
+WARNING_TEXT_LIMIT = 4000
 
 
 class Channel:
@@ -127,3 +133,50 @@ def leak_from_wire(data: dict[str, Any]) -> LeakReport:
         where=data.get("where", "native"),
         samples=tuple(int(x) for x in data.get("samples", ())),
     )
+
+
+def warning_to_wire(warning_message: Any) -> dict[str, Any]:
+    """A ``warnings.WarningMessage`` as the parent needs it for pytest's warnings summary."""
+    category = warning_message.category
+    return {
+        "text": str(warning_message.message)[:WARNING_TEXT_LIMIT],
+        "category": [str(getattr(category, "__module__", "")), str(getattr(category, "__qualname__", "Warning"))],
+        "filename": str(warning_message.filename),
+        "lineno": int(warning_message.lineno or 0),
+    }
+
+
+_STAND_INS: dict[tuple[str, str], type[Warning]] = {}
+
+
+def _warning_class(module: str, qualname: str) -> type[Warning]:
+    """The warning class named by a test process, if the parent has it imported already (a
+    name is never imported here); else a ``Warning`` subclass of that name, so the summary
+    reads the same."""
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None) if found is not None else None
+    if isinstance(found, type) and issubclass(found, Warning):
+        return found
+    key = (module, qualname)
+    if key not in _STAND_INS:
+        name = qualname.rsplit(".", 1)[-1] or "Warning"
+        _STAND_INS[key] = type(name if name.isidentifier() else "Warning", (Warning,), {"__module__": module})
+    return _STAND_INS[key]
+
+
+def warning_from_wire(data: dict[str, Any]) -> warnings.WarningMessage:
+    """A forwarded warning, rebuilt in the parent for its ``pytest_warning_recorded`` hook."""
+    text = str(data.get("text", ""))[:WARNING_TEXT_LIMIT]
+    module, qualname = (list(data.get("category") or []) + ["", ""])[:2]
+    category = _warning_class(str(module), str(qualname))
+    try:
+        message = category(text)
+    except Exception:  # noqa: BLE001 - a warning class whose constructor wants other arguments
+        category = _warning_class("", str(qualname))
+        message = category(text)
+    try:
+        lineno = int(data.get("lineno", 0))
+    except (TypeError, ValueError):
+        lineno = 0
+    return warnings.WarningMessage(message, category, str(data.get("filename", "?")), lineno)
