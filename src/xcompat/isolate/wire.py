@@ -155,7 +155,10 @@ def _warning_class(module: str, qualname: str) -> type[Warning]:
     reads the same."""
     found: Any = sys.modules.get(module)
     for part in qualname.split("."):
-        found = getattr(found, part, None) if found is not None else None
+        try:  # the namespace itself, not getattr: a module's __getattr__ may import lazily
+            found = vars(found).get(part) if found is not None else None
+        except TypeError:
+            found = None
     if isinstance(found, type) and issubclass(found, Warning):
         return found
     key = (module, qualname)

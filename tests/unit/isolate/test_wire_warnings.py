@@ -71,3 +71,21 @@ def test_the_text_is_cut_both_ways() -> None:
     wire = warning_to_wire(sent)
     assert len(wire["text"]) == WARNING_TEXT_LIMIT
     assert len(str(warning_from_wire({**wire, "text": "y" * (WARNING_TEXT_LIMIT * 2)}).message)) == WARNING_TEXT_LIMIT
+
+
+def test_a_module_level_getattr_is_never_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module with a PEP 562 ``__getattr__`` (lazy imports) is looked at, not asked."""
+    import types
+
+    lazy = types.ModuleType("lazy_module_for_test")
+    asked: list[str] = []
+
+    def __getattr__(name: str) -> type[Warning]:
+        asked.append(name)
+        return UserWarning
+
+    lazy.__getattr__ = __getattr__  # type: ignore[method-assign]
+    monkeypatch.setitem(__import__("sys").modules, "lazy_module_for_test", lazy)
+    back = warning_from_wire({"text": "x", "category": ["lazy_module_for_test", "LazyWarning"], "filename": "f",
+                              "lineno": 1})
+    assert asked == [] and back.category is not UserWarning and back.category.__name__ == "LazyWarning"
