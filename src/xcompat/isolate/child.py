@@ -10,6 +10,7 @@ write at its end; a process that dies before a test's messages arrived died in t
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import signal
 import sys
@@ -237,10 +238,50 @@ def prepare_process(plan: ChildPlan, config: Any) -> None:
         sys.modules["torch"].set_num_threads(plan.threads)
 
 
-def run_items(config: Any, items: Sequence[Any], plan: ChildPlan) -> None:
-    """Run ``items`` in this process, streaming messages; the caller exits afterwards."""
+def open_channel(config: Any, plan: ChildPlan) -> Channel:
+    """The process's message channel, with the report forwarder writing to it."""
     channel = Channel(plan.write_fd)
     report_forwarder(config).channel = channel
+    return channel
+
+
+# The hooks pytest calls for every test (``_pytest.runner`` and what it calls), and ours.
+PER_TEST_HOOKS = (
+    "pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport",
+    "pytest_runtest_logfinish", "pytest_report_teststatus", "pytest_fixture_setup",
+    "pytest_fixture_post_finalizer", "pytest_pyfunc_call", "pytest_report_to_serializable",
+    "pytest_warning_recorded",
+)
+
+
+def touch_per_test_machinery(config: Any) -> None:
+    """In a spare waiting for its tests: take, now, the copy-on-write faults the first test
+    would otherwise take on the run's critical path, without running anything.
+
+    Every object Python code uses gets its reference count written, so the first test of a
+    forked process copies each page that holds one of pytest's per-test hook implementations,
+    their plugins and code objects (about 3 microseconds a page here). Reading them here makes
+    those copies while the spare waits, on the other core. No hook is called: nothing a
+    project's plugin or conftest could notice happens. The start message is encoded once and
+    the output offset read once, for the same reason (the encoder's and the streams' pages).
+    """
+    hook = config.hook
+    for name in PER_TEST_HOOKS:
+        caller = getattr(hook, name, None)
+        if caller is None:
+            continue
+        for impl in caller.get_hookimpls():
+            function = impl.function
+            impl.plugin  # noqa: B018 - the reads are the point
+            getattr(function, "__code__", None)
+    json.dumps({"event": "start", "nodeid": "", "out": _output_offset()}, default=str)
+
+
+def run_items(config: Any, items: Sequence[Any], plan: ChildPlan, channel: Channel | None = None) -> None:
+    """Run ``items`` in this process, streaming messages; the caller exits afterwards."""
+    if channel is None:
+        channel = open_channel(config, plan)
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
         # One write per test, at its end: each write wakes the parent, which on a busy machine
@@ -270,14 +311,21 @@ def _exit_after_traceback(code: int) -> None:
         os._exit(code)
 
 
-def run_forked_child(config: Any, assignment: Callable[[], Sequence[Any]], plan: ChildPlan) -> None:
-    """Body of a forked test process: set up, wait for ``assignment()``, run. Never returns."""
+def run_forked_child(
+    config: Any, assignment: Callable[[], Sequence[Any]], plan: ChildPlan, *, waits: bool = False
+) -> None:
+    """Body of a forked test process: set up, wait for ``assignment()``, run. Never returns.
+
+    ``waits``: a spare, whose tests come later (``touch_per_test_machinery`` meanwhile)."""
     code = 0
     try:
         prepare_process(plan, config)
+        channel = open_channel(config, plan)
+        if waits:
+            touch_per_test_machinery(config)
         items = assignment()
         if items:
-            run_items(config, items, plan)
+            run_items(config, items, plan, channel)
     except BaseException:  # noqa: BLE001 - report anything, then leave without running parent code
         try:
             import traceback
