@@ -300,7 +300,9 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
                          f" {cpu[mode]:11.2f} s")
         lines.append(f"    --isolate test over plain pytest: {overhead_ms:.1f} ms/test of loop wall time,"
                      f" {cpu_overhead_ms:.1f} ms/test of CPU (target <= 10 ms)")
+        file_wall_ratio = wall["--isolate file"] / wall["plain pytest"]
         lines.append(f"    --isolate file / plain pytest:    {file_ratio:.2f}x loop wall,"
+                     f" {file_wall_ratio:.2f}x command wall,"
                      f" {cpu['--isolate file'] / cpu['plain pytest']:.2f}x command CPU (target <= 1.2x)")
         for mode in FLOOR_MODES:  # a floor of failing or missing tests would measure nothing
             if any(s["outcomes"] != {"passed": FLOOR_FILES} for s in floor_samples[mode]):
@@ -317,10 +319,13 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
         no_zygote_ms = (per_test["test, no zygote"] - per_test["plain pytest"]) * 1000
         lines.append(f"    forked by the parent, no zygote:  {no_zygote_ms:.1f} ms/test over plain pytest;"
                      f" the zygote's run loop is {loop['--isolate test'] / loop['test, no zygote']:.2f}x its time")
-        verdicts.append((name, overhead_ms <= 10, file_ratio <= 1.2, floor_ratio))
-    lines.append("targets met: " + ", ".join(
-        f"{name} test:{'yes' if ok_test else 'NO'} file:{'yes' if ok_file else 'NO'} (floor {floor:.2f}x)"
-        for name, ok_test, ok_file, floor in verdicts))
+        verdicts.append((name, overhead_ms <= 10, file_ratio <= 1.2, floor_ratio, file_wall_ratio <= 1.2))
+    # The targets are judged on the run loop (start-up and collection are the same work in both
+    # and would dilute the ratio); the command's wall time, what a user waits for, is shown too.
+    lines.append("targets met (run loop): " + ", ".join(
+        f"{name} test:{'yes' if ok_test else 'NO'} file:{'yes' if ok_file else 'NO'} (floor {floor:.2f}x;"
+        f" command wall {'within' if ok_wall else 'over'} 1.2x)"
+        for name, ok_test, ok_file, floor, ok_wall in verdicts))
     return lines
 
 
