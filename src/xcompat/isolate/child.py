@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -272,9 +273,12 @@ def touch_per_test_machinery(config: Any) -> None:
         if caller is None:
             continue
         for impl in caller.get_hookimpls():
-            function = impl.function
             impl.plugin  # noqa: B018 - the reads are the point
-            getattr(function, "__code__", None)
+            function = impl.function
+            if isinstance(function, types.MethodType):
+                function = function.__func__
+            if isinstance(function, types.FunctionType):  # any other callable is left alone
+                function.__code__  # noqa: B018
     json.dumps({"event": "start", "nodeid": "", "out": _output_offset()}, default=str)
 
 
