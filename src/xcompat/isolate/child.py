@@ -262,10 +262,11 @@ def touch_per_test_machinery(config: Any) -> None:
 
     Every object Python code uses gets its reference count written, so the first test of a
     forked process copies each page that holds one of pytest's per-test hook implementations,
-    their plugins and code objects (about 3 microseconds a page here). Reading them here makes
-    those copies while the spare waits, on the other core. No hook is called: nothing a
-    project's plugin or conftest could notice happens. The start message is encoded once and
-    the output offset read once, for the same reason (the encoder's and the streams' pages).
+    their plugins and code objects (about 3 microseconds a page on a 2-core virtual machine).
+    Reading them here makes those copies while the spare waits, on the other core. No hook is
+    called: nothing a project's plugin or conftest could notice happens. The start message is
+    encoded once and the output offset read once, for the same reason (the encoder's and the
+    streams' pages).
     """
     hook = config.hook
     for name in PER_TEST_HOOKS:

@@ -255,7 +255,8 @@ class ForkLauncher:
             release()
             if group is not None:
                 run_forked_child(config, lambda: group, plan)  # never returns
-            items = self._items  # never returns either
+            items = self._items
+            # A spare: waits for its tests on the assignment pipe; never returns either.
             run_forked_child(config, lambda: [items[i] for i in read_assignment(ctrl_r)], plan, waits=True)
         for fd in (write_fd, plan.out_fd, plan.crash_fd):
             os.close(fd)
