@@ -13,7 +13,6 @@ macOS, Windows) there is no ``malloc_trim`` and this does nothing.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 
 
@@ -21,6 +20,8 @@ def release_free_heap() -> bool:
     """Trim glibc's heap; True if it gave memory back."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # only where it can work (as xcompat.isolate.strays does for prctl)
+
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (AttributeError, OSError):

@@ -51,17 +51,6 @@ def test_every_per_test_hook_exists_in_pytest(request: pytest.FixtureRequest) ->
     assert missing == []
 
 
-class _NoHooks:
-    pass
-
-
-def test_a_config_without_those_hooks_is_fine() -> None:
-    class Config:
-        hook = _NoHooks()
-
-    touch_per_test_machinery(Config())  # nothing to read: no error either
-
-
 def _exclusive(address: int) -> bool:
     """Is the page holding ``address`` mapped by this process only (``/proc/self/pagemap``)?"""
     with open("/proc/self/pagemap", "rb") as fh:
