@@ -249,6 +249,14 @@ def write_floor_suite(folder: Path, files: int) -> Path:
     return folder
 
 
+def rotated(modes: tuple[str, ...], round_index: int) -> tuple[str, ...]:
+    """The modes in the order they run in round ``round_index``: the order rotates from round to
+    round, since a run's place in its round (which run came before it) moved simplejson's
+    --isolate file ratio by 9% in one comparison."""
+    shift = round_index % len(modes)
+    return modes[shift:] + modes[:shift]
+
+
 def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]:
     from tests.helpers.real_projects import PROJECTS, built_wheel, installed, source_tree
 
@@ -275,14 +283,10 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
         samples: dict[str, list[dict]] = {mode: [] for mode in MODES}
         floor_samples: dict[str, list[dict]] = {mode: [] for mode in FLOOR_MODES}
         for round_index in range(repeats):
-            # The modes' order rotates from round to round: a run's place in its round (which
-            # run came before it) moved simplejson's --isolate file ratio by 9% in one comparison.
-            shift = round_index % len(MODES)
-            for mode in MODES[shift:] + MODES[:shift]:
+            for mode in rotated(MODES, round_index):
                 samples[mode].append(real_suite_run(mode, cwd=cwd, targets=targets, pyargs=project.in_package,
                                                     run_env=run_env, out=tmp / "bench.json"))
-            floor_shift = round_index % len(FLOOR_MODES)
-            for mode in FLOOR_MODES[floor_shift:] + FLOOR_MODES[:floor_shift]:  # same rounds: the speed drifts
+            for mode in rotated(FLOOR_MODES, round_index):  # in the same rounds: the speed drifts
                 floor_samples[mode].append(real_suite_run(mode, cwd=floor, targets=["tests"], pyargs=False,
                                                           run_env=floor_env, out=tmp / "bench.json"))
         outcomes = {mode: samples[mode][0]["outcomes"] for mode in MODES}
