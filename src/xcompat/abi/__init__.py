@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xcompat.cpus import usable_cpus
+
 if TYPE_CHECKING:
     from xcompat.abi.diff import AbiDiff
     from xcompat.abi.manifest import Manifest
@@ -75,10 +77,7 @@ def _wheel_bytes(path: Path) -> int:
 def _idle_cpus() -> float:
     """CPUs this process may use minus the 1-minute load: two reading processes only pay off
     (their results are pickled back) when a second core is actually free."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import pytest
 
+from xcompat.cpus import usable_cpus
 from xcompat.isolate import zygote
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, install_leak_check, prepare_parent
 from xcompat.isolate.classify import (
@@ -93,7 +94,7 @@ class IsolatedRunner:
         # core per slot suffices; forked by the parent itself, per test it only paid off with
         # cores to spare (on a busy 2-core runner it was slower). benchmarks/isolation.py.
         self.zygote = zygote.available()
-        cores = os.cpu_count() or 1
+        cores = usable_cpus()
         self.prefork = cores >= (2 if isolation == "file" or self.zygote else 4) * len(self.slots)
         forced = os.environ.get("XCOMPAT_TEST_PREFORK")
         if forced in ("0", "1"):
