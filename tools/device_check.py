@@ -233,13 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         got = {t["nodeid"].rsplit("::", 1)[-1]: t["outcome"] for t in doc.get("tests", [])}
         expected = {"test_pinned_to_one_gpu": {"passed"}, "test_leaks_device_memory": {"leaked"},
-                    "test_device_side_assert": {"crashed", "failed"}, "test_gpu_works_after_the_assert": {"passed"}}
+                    "test_device_side_assert": {"crashed", "failed"}, "test_gpu_works_after_the_assert": {"passed"},
+                    "test_backward_on_the_gpu": {"passed"}}
         wrong = [f"{n}: {got.get(n)} (expected {'/'.join(sorted(o))})" for n, o in expected.items()
                  if got.get(n) not in o]
         per_test = [t["duration_s"] for t in doc.get("tests", []) if t.get("outcome") == "passed"]
         step.data = {"outcomes": got, "per_test_seconds": per_test, "devices": doc.get("devices")}
         step.status = "failed" if wrong else "passed"
-        step.reason = "; ".join(wrong) if wrong else "pinned test passed, leak reported, device assert contained"
+        step.reason = "; ".join(wrong) if wrong else "pinned test passed, leak reported, device assert contained, backward ran on the GPU"
 
     def sanitizer(step: Step) -> None:
         if no_gpu:

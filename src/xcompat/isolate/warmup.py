@@ -8,8 +8,9 @@ imports ~520 more modules, ~0.6 s). Two things must never happen in the parent:
   first parallel region (libgomp). The parent therefore runs single-threaded for its whole
   life and each child restores the thread count right after the fork;
 * CUDA/HIP/MPS initialisation: those runtimes cannot survive a fork. The parent sets
-  ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` so availability checks go through NVML, and its
-  warm-up only touches CPU tensors.
+  ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` so availability checks go through NVML, its warm-up
+  only touches CPU tensors, and it runs no ``backward()`` on a torch built for an
+  accelerator (:func:`autograd_warm_up_is_fork_safe`).
 
 Torch is warmed only for a suite that uses it (``suite_imports_torch``): a parent holding
 torch makes every fork slower (its page tables are copied) and costs ~2 s to start, which a
@@ -35,6 +36,7 @@ class WarmState:
     threads: int | None = None  # torch's intra-op thread count to restore in each child
     seconds: float = 0.0
     preloaded: tuple[str, ...] = field(default=())
+    autograd: bool = False  # backward() ran in the parent (CPU-only builds of torch)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +44,7 @@ class WarmState:
             "threads": self.threads,
             "seconds": round(self.seconds, 3),
             "preloaded": list(self.preloaded),
+            "autograd": self.autograd,
         }
 
 
@@ -52,6 +55,7 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
     loaded: list[str] = []
     torch_version = None
     threads = None
+    autograd = False
     if use_torch:
         try:
             import torch
@@ -67,8 +71,10 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
             b = (a @ a.t()).sum(dim=0)
             torch.testing.assert_close(b, b.clone())
             torch.testing.assert_close(a.to(torch.float64), a.to(torch.float64))
-            x = torch.ones(3, requires_grad=True)
-            (x * 2).sum().backward()
+            if autograd_warm_up_is_fork_safe(torch):
+                x = torch.ones(3, requires_grad=True)
+                (x * 2).sum().backward()
+                autograd = True
             loaded.append("torch")
     for name in preload:
         importlib.import_module(name)
@@ -78,7 +84,34 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
         threads=threads,
         seconds=time.perf_counter() - start,
         preloaded=tuple(loaded),
+        autograd=autograd,
     )
+
+
+def autograd_warm_up_is_fork_safe(torch: Any) -> bool:
+    """Whether a ``backward()`` in the parent leaves its forks able to use torch fully.
+
+    The autograd engine's first ``backward()`` counts the devices of every accelerator torch
+    was built for. For CUDA (and ROCm, which builds as CUDA) that count is
+    ``cudaGetDeviceCount``, which initialises the CUDA driver in the parent: every forked
+    child then fails its first CUDA call with "CUDA error: initialization error". Where it
+    finds a device the engine also starts a thread per device and marks the process, so a
+    child's own ``backward()`` raises "Unable to handle autograd's threading in combination
+    with fork-based multiprocessing". A CPU-only build has nothing to count: the warm-up is
+    safe there and saves each test autograd's first-use set-up.
+    """
+    backends = getattr(torch, "backends", None)
+    cuda = getattr(backends, "cuda", None)
+    mps = getattr(backends, "mps", None)
+    xpu = getattr(torch, "xpu", None)
+    version = getattr(torch, "version", None)
+    accelerators = (
+        bool(cuda is not None and cuda.is_built()),
+        bool(getattr(version, "hip", None)),
+        bool(mps is not None and mps.is_built()),
+        bool(xpu is not None and getattr(xpu, "_is_compiled", lambda: False)()),
+    )
+    return not any(accelerators)
 
 
 # `import torch`, `from torch.x import y` (at any indentation: lazy imports inside tests count),

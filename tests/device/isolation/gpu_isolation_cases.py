@@ -6,7 +6,9 @@ purpose; the device check asserts how the runner reports each one:
 * ``test_leaks_device_memory``: keeps 64 MiB of device memory per call: ``leaked``;
 * ``test_device_side_assert``: an out-of-bounds index trips a device-side assert, which
   poisons the CUDA context of its process: ``crashed`` or ``failed``, contained;
-* ``test_gpu_works_after_the_assert``: passes, the assert did not leak into it.
+* ``test_gpu_works_after_the_assert``: passes, the assert did not leak into it;
+* ``test_backward_on_the_gpu``: passes: nothing the warm parent did before the fork (its
+  torch warm-up included) initialised CUDA or autograd's device threads.
 """
 
 from __future__ import annotations
@@ -38,3 +40,9 @@ def test_device_side_assert() -> None:
 
 def test_gpu_works_after_the_assert() -> None:
     assert float(torch.arange(10, device="cuda").sum()) == 45.0
+
+
+def test_backward_on_the_gpu() -> None:
+    x = torch.ones(8, device="cuda", requires_grad=True)
+    (x * 3).sum().backward()
+    assert x.grad is not None and x.grad.tolist() == [3.0] * 8

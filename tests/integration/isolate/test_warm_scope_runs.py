@@ -24,10 +24,19 @@ def test_a_suite_without_torch_gets_a_parent_without_torch(tmp_path):
 
 def test_a_suite_importing_torch_inside_a_test_gets_torch_warmed(tmp_path):
     pytest.importorskip("torch")
-    tests = _suite(tmp_path, "def test_s():\n    import torch\n    assert torch.ones(2).sum().item() == 2\n")
+    tests = _suite(tmp_path, "def test_s():\n    import torch\n    assert torch.ones(2).sum().item() == 2\n"
+                             "\n\ndef test_backward():\n    import torch\n"
+                             "    x = torch.ones(3, requires_grad=True)\n    (x * 4).sum().backward()\n"
+                             "    assert x.grad.tolist() == [4.0, 4.0, 4.0]\n")
     proc, doc = run_xcompat_test(tmp_path, [str(tests), "--", *LEAN_PYTEST], json_out=tmp_path / "r.json")
     assert proc.returncode == 0, proc.stderr
     assert doc is not None and doc["warmup"]["torch"] and "torch" in doc["warmup"]["preloaded"]
+    assert doc["counts"]["passed"] == 2
+    # autograd is warmed in the parent only where torch has no accelerator to count (the
+    # count would initialise CUDA before the fork): tests/device covers the CUDA side
+    import torch
+
+    assert doc["warmup"]["autograd"] is (not torch.backends.cuda.is_built() and not torch.version.hip)
 
 
 def test_torch_imported_by_collection_is_warmed_before_the_first_fork(tmp_path):

@@ -57,3 +57,30 @@ def test_a_suite_past_the_scan_bound_counts_as_using_torch(tmp_path, monkeypatch
         (tmp_path / f"test_{i}.py").write_text("def test():\n    pass\n")
     assert suite_imports_torch([tmp_path])
     assert SCAN_MAX_FILES >= 1000
+
+
+def _torch_built_for(*, cuda=False, hip=None, mps=False, xpu=None):
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(
+        backends=SimpleNamespace(cuda=SimpleNamespace(is_built=lambda: cuda), mps=SimpleNamespace(is_built=lambda: mps)),
+        version=SimpleNamespace(hip=hip, cuda="13.0" if cuda else None),
+    )
+    if xpu is not None:
+        fake.xpu = SimpleNamespace(_is_compiled=lambda: xpu)
+    return fake
+
+
+@pytest.mark.parametrize(("build", "safe"), [
+    ({}, True),  # CPU-only: the engine finds no device to count
+    ({"xpu": False}, True),
+    ({"cuda": True}, False),  # cudaGetDeviceCount would initialise the driver before the fork
+    ({"cuda": True, "hip": "6.4"}, False),  # ROCm builds report as CUDA builds too
+    ({"hip": "6.4"}, False),
+    ({"mps": True}, False),
+    ({"xpu": True}, False),
+])
+def test_the_parent_warms_autograd_only_on_a_torch_without_accelerators(build, safe):
+    from xcompat.isolate.warmup import autograd_warm_up_is_fork_safe
+
+    assert autograd_warm_up_is_fork_safe(_torch_built_for(**build)) is safe
