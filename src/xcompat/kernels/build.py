@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import ToolError, UnavailableError
+from xcompat.kernels import cxxruntime
 from xcompat.resources import data_dir
 
 LIBRARY_NAMESPACE = "xcompat_kernels"
@@ -271,7 +272,7 @@ def find_toolkit(env: Mapping[str, str], torch_cuda: str) -> Any:
     return find_cuda_toolkit(env, torch_cuda=torch_cuda).require()
 
 
-def _read_manifest(build_dir: Path, key: BuildKey) -> Path | None:
+def _read_manifest(build_dir: Path, key: BuildKey, env: Mapping[str, str]) -> Path | None:
     try:
         manifest = json.loads((build_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -280,7 +281,15 @@ def _read_manifest(build_dir: Path, key: BuildKey) -> Path | None:
     if not isinstance(manifest, dict) or manifest.get("key") != expected:
         return None
     library = build_dir / str(manifest.get("library", ""))
-    return library if library.is_file() else None
+    if not library.is_file():
+        return None
+    # A library built before this check, by a compiler that linked the C++ runtime in:
+    # never loaded (xcompat.kernels.cxxruntime).
+    finding = cxxruntime.carried_runtime(library)
+    if finding is not None:
+        raise cxxruntime.refusal(f"the cached kernel library in {build_dir} cannot be loaded", finding,
+                                 compiler_command(env))
+    return library
 
 
 def _register_loaded(library: Path) -> None:
@@ -320,7 +329,7 @@ def load_kernels(
             hint="run the other configuration in a new process",
         )
     build_dir = (cache_dir or cache_root(env)) / digest
-    library = _read_manifest(build_dir, key)
+    library = _read_manifest(build_dir, key, env)
     cached = library is not None
     notes: list[str] = []
     if library is None:
@@ -357,6 +366,7 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
         sources += [str(src / s) for s in CUDA_SOURCES]
         cflags.append("-DXK_WITH_DEVICE=1")
     name = f"{LIBRARY_NAMESPACE}_{key.digest()[:12]}"
+    cxxruntime.check_compiler(compiler_command(env), build_dir / "cxx-runtime-probe", env)
     overrides = {"MAX_JOBS": env.get("MAX_JOBS") or "2"}  # CI runners and laptops are often 2-core machines
     if key.with_device and key.torch_cuda:
         toolkit = find_toolkit(env, key.torch_cuda)
@@ -416,6 +426,10 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
         if not candidates:
             raise ToolError(f"the build finished but no library was found in {build_dir}")
         library_path = candidates[-1]
+    finding = cxxruntime.carried_runtime(library_path)
+    if finding is not None:  # no manifest: a later run rebuilds instead of loading it
+        raise cxxruntime.refusal(f"the kernel library built in {build_dir} is unusable", finding,
+                                 compiler_command(env))
     from xcompat.jsonio import atomic_write_text
 
     atomic_write_text(

@@ -1,0 +1,108 @@
+"""One C++ runtime per process: refuse a kernel library that carries its own copy.
+
+torch links the shared ``libstdc++.so.6``. A compiler that links libstdc++ statically into
+every shared object (a GCC built ``--with-static-standard-libraries``, a spec file, or
+``-static-libstdc++`` in the flags) gives the kernel library a second copy of the C++
+runtime: its own ``std::locale``, iostreams and ``__cxa_throw``. Such a library loads and
+runs, until the first error message that formats a number: ``TORCH_CHECK(..., threads)``
+builds an ``std::ostringstream`` with one runtime's locale facets and the other's code, and
+the process dies with SIGSEGV instead of raising ``RuntimeError``.
+
+Two checks, both cheap: before a cold build, a probe library compiled and linked with the
+same compiler (:func:`check_compiler`, about a second) so the build is refused before it
+starts; before a cached library is loaded, its ELF file (:func:`carried_runtime`).
+Linux/ELF only: other platforms return "no finding".
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from xcompat.errors import ToolError
+
+# Defined (not merely referenced) in a shared object only when the C++ runtime itself was
+# linked into it: std::locale::classic(), the exception thrower, the iostreams initialiser.
+RUNTIME_SYMBOLS = {
+    "_ZNSt6locale7classicEv": "std::locale::classic()",
+    "__cxa_throw": "__cxa_throw",
+    "_ZNSt8ios_base4InitC1Ev": "std::ios_base::Init::Init()",
+}
+SHARED_RUNTIMES = ("libstdc++.so", "libc++.so")
+
+_PROBE_SOURCE = """\
+#include <sstream>
+#include <string>
+std::string xcompat_runtime_probe(long value) { std::ostringstream out; out << value; return out.str(); }
+"""
+
+
+def carried_runtime(library: Path) -> str | None:
+    """Why ``library`` (a C++ shared object) carries its own C++ runtime, or None.
+
+    Evidence, in order: it defines one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
+    C++ runtime at all (a stripped static copy leaves no symbols to find).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    try:
+        with open(library, "rb") as fh:
+            elf = ELFFile(fh)
+            needed: list[str] = []
+            defined: list[str] = []
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    needed += [str(getattr(tag, "needed", "")) for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+                elif isinstance(section, SymbolTableSection):
+                    for name, readable in RUNTIME_SYMBOLS.items():
+                        for symbol in section.get_symbol_by_name(name) or ():
+                            if symbol["st_shndx"] != "SHN_UNDEF" and readable not in defined:
+                                defined.append(readable)
+    except (OSError, ELFError) as exc:
+        return f"cannot read {library.name} as ELF ({exc})"
+    if defined:
+        return f"{library.name} defines {', '.join(defined)} itself: the C++ runtime is linked in statically"
+    if not any(n.startswith(SHARED_RUNTIMES) for n in needed):
+        return f"{library.name} needs no shared C++ runtime (DT_NEEDED: {', '.join(needed) or 'none'})"
+    return None
+
+
+def refusal(what: str, finding: str, cxx: str) -> ToolError:
+    return ToolError(
+        f"{what}: {finding}. torch uses the shared libstdc++.so.6, and two C++ runtimes in one process "
+        "crash (SIGSEGV) on the first error message that formats a number",
+        hint=f"build with a compiler that links libstdc++ dynamically: set CXX to one (CXX is {cxx!r}), "
+        "and drop -static-libstdc++ from the flags",
+    )
+
+
+def check_compiler(cxx: str, scratch: Path, env: Mapping[str, str]) -> None:
+    """Compile and link a one-function C++ library with ``cxx`` (the command torch's build
+    will use) and refuse the compiler when the result carries its own C++ runtime. A
+    compiler that cannot build the probe is left to the real build to report."""
+    if not sys.platform.startswith("linux"):
+        return
+    scratch.mkdir(parents=True, exist_ok=True)
+    source = scratch / "probe.cpp"
+    target = scratch / "probe.so"
+    source.write_text(_PROBE_SOURCE, encoding="utf-8")
+    target.unlink(missing_ok=True)
+    try:
+        proc = subprocess.run([*shlex.split(cxx), "-shared", "-fPIC", "-O0", "-o", str(target), str(source)],
+                              capture_output=True, text=True, timeout=120, env=dict(env), check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if proc.returncode != 0 or not target.is_file():
+        return
+    finding = carried_runtime(target)
+    if finding is not None:
+        raise refusal(f"the C++ compiler {cxx!r} links the C++ runtime into shared libraries",
+                      finding.replace("probe.so", "a probe library it built"), cxx)
