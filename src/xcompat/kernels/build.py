@@ -283,13 +283,26 @@ def _read_manifest(build_dir: Path, key: BuildKey, env: Mapping[str, str]) -> Pa
     library = build_dir / str(manifest.get("library", ""))
     if not library.is_file():
         return None
-    # A library built before this check, by a compiler that linked the C++ runtime in:
-    # never loaded (xcompat.kernels.cxxruntime).
-    finding = cxxruntime.carried_runtime(library)
-    if finding is not None:
-        raise cxxruntime.refusal(f"the cached kernel library in {build_dir} cannot be loaded", finding,
-                                 compiler_command(env))
+    if manifest.get("cxx_runtime") != "shared":
+        # Built before that check was recorded: read the library once (xcompat.kernels.cxxruntime);
+        # one carrying its own C++ runtime is never loaded.
+        finding = cxxruntime.carried_runtime(library)
+        if finding is not None:
+            raise cxxruntime.refusal(f"the cached kernel library in {build_dir} cannot be loaded", finding,
+                                     compiler_command(env))
+        _write_manifest(build_dir, library, key)
     return library
+
+
+def _write_manifest(build_dir: Path, library: Path, key: BuildKey) -> None:
+    """The manifest of a finished build whose library needs the shared C++ runtime."""
+    from xcompat.jsonio import atomic_write_text
+
+    atomic_write_text(
+        build_dir / MANIFEST,
+        json.dumps({"version": 1, "library": library.name, "key": asdict(key), "cxx_runtime": "shared"}, indent=2)
+        + "\n",
+    )
 
 
 def _register_loaded(library: Path) -> None:
@@ -430,12 +443,7 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
     if finding is not None:  # no manifest: a later run rebuilds instead of loading it
         raise cxxruntime.refusal(f"the kernel library built in {build_dir} is unusable", finding,
                                  compiler_command(env))
-    from xcompat.jsonio import atomic_write_text
-
-    atomic_write_text(
-        build_dir / MANIFEST,
-        json.dumps({"version": 1, "library": library_path.name, "key": asdict(key)}, indent=2) + "\n",
-    )
+    _write_manifest(build_dir, library_path, key)
     return library_path
 
 

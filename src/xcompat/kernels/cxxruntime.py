@@ -43,8 +43,9 @@ std::string xcompat_runtime_probe(long value) { std::ostringstream out; out << v
 def carried_runtime(library: Path) -> str | None:
     """Why ``library`` (a C++ shared object) carries its own C++ runtime, or None.
 
-    Evidence, in order: it defines one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
-    C++ runtime at all (a stripped static copy leaves no symbols to find).
+    Evidence, in order: it exports one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
+    C++ runtime at all (a static copy with hidden or stripped symbols leaves none to find).
+    Reads the dynamic section and the dynamic symbol table only (a few milliseconds).
     """
     if not sys.platform.startswith("linux"):
         return None
@@ -61,7 +62,9 @@ def carried_runtime(library: Path) -> str | None:
             for section in elf.iter_sections():
                 if isinstance(section, DynamicSection):
                     needed += [str(getattr(tag, "needed", "")) for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
-                elif isinstance(section, SymbolTableSection):
+                elif isinstance(section, SymbolTableSection) and section.name == ".dynsym":
+                    # .dynsym only: a runtime linked in with its symbols hidden from it
+                    # (--exclude-libs) also leaves libstdc++.so out of DT_NEEDED, below
                     for name, readable in RUNTIME_SYMBOLS.items():
                         for symbol in section.get_symbol_by_name(name) or ():
                             if symbol["st_shndx"] != "SHN_UNDEF" and readable not in defined:

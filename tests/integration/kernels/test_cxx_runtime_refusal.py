@@ -81,3 +81,25 @@ def test_a_cached_library_carrying_its_own_runtime_is_never_loaded(tmp_path):
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "cached kernel library" in doc["message"] and "xcompat_kernels_old.so" in doc["message"]
+
+
+def test_a_legacy_cache_entry_is_read_once_then_trusted(tmp_path):
+    cache = tmp_path / "cache"
+    plant = textwrap.dedent(f"""
+        import json, os, subprocess
+        from dataclasses import asdict
+        key = build.build_key(with_device=False)
+        folder = os.path.join({str(cache)!r}, key.digest())
+        os.makedirs(folder)
+        library = os.path.join(folder, "xcompat_kernels_old.so")
+        subprocess.run(["g++", "-shared", "-fPIC", "-x", "c++", "-o", library, "-"],
+                       input="#include <string>\\nstd::string g() {{ return std::to_string(7); }}\\n",
+                       text=True, check=True)
+        with open(os.path.join(folder, "manifest.json"), "w") as fh:
+            json.dump({{"version": 1, "library": "xcompat_kernels_old.so", "key": asdict(key)}}, fh)
+    """).replace("\n", "\n        ")
+    proc = _load(cache, "g++", before=plant)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (manifest,) = cache.rglob("manifest.json")
+    doc = json.loads(manifest.read_text())
+    assert doc["cxx_runtime"] == "shared" and doc["library"] == "xcompat_kernels_old.so"
