@@ -12,6 +12,11 @@ those exist. An import is skipped, not reported, when it is
 
 What is left must be exported by a torch library, the target's own libraries, or a system
 library it needs; otherwise importing the extension fails with ``undefined symbol``.
+
+A library that needs torch's libraries but carries its own C++ runtime (libstdc++ linked
+statically, found by the runtime's own symbols in its exports: ``std::locale::classic()``,
+``__cxa_throw``) fails the check too, whatever torch it is resolved against
+(``own_cxx_runtime``; xcompat.cxxruntime).
 """
 
 from __future__ import annotations
@@ -214,6 +219,7 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
             results.append(_check_one(libs, sibling_exports, sibling_names, locate_torch(spec), system))
     finally:
         system.close()
+    own_runtime = _own_cxx_runtime(libs)
     declared = _declared_torch(target)
     for r in results:
         r["allowed_by_requirement"] = _allows(declared, r["torch_version"])
@@ -232,16 +238,35 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
         )
     else:
         summary = f"all imports resolve against {len(results)} torch installation(s)"
+    if own_runtime:
+        summary += (f"; {len(own_runtime)} librar{'y carries' if len(own_runtime) == 1 else 'ies carry'} "
+                    "its own C++ runtime beside torch's (libstdc++ linked statically)")
     return {
         "version": 1,
         "kind": "abi-links",
         "cell_id": None,
-        "status": "failed" if failed else "passed",
+        "status": "failed" if failed or own_runtime else "passed",
         "summary": summary,
         "target": str(target),
         "declared_requirement": declared,
         "torches": results,
+        "own_cxx_runtime": own_runtime,
     }
+
+
+def _own_cxx_runtime(libs: dict[str, LibraryInterface]) -> list[dict[str, str]]:
+    """Libraries that link against torch yet carry a C++ runtime of their own
+    (xcompat.cxxruntime): torch's objects then cross between two runtimes."""
+    from xcompat.cxxruntime import runtime_finding
+
+    found = []
+    for member, lib in sorted(libs.items()):
+        if not any(_TORCH_LIB.match(n) for n in lib.needed):
+            continue
+        finding = runtime_finding(member, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=False)
+        if finding is not None:
+            found.append({"library": member, "finding": finding})
+    return found
 
 
 def _variant_mismatch(result: dict[str, Any]) -> bool:

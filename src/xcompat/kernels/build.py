@@ -41,8 +41,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xcompat import cxxruntime
 from xcompat.errors import ToolError, UnavailableError
-from xcompat.kernels import cxxruntime
 from xcompat.resources import data_dir
 
 LIBRARY_NAMESPACE = "xcompat_kernels"
@@ -284,7 +284,7 @@ def _read_manifest(build_dir: Path, key: BuildKey, env: Mapping[str, str]) -> Pa
     if not library.is_file():
         return None
     if manifest.get("cxx_runtime") != "shared":
-        # Built before that check was recorded: read the library once (xcompat.kernels.cxxruntime);
+        # Built before that check was recorded: read the library once (xcompat.cxxruntime);
         # one carrying its own C++ runtime is never loaded.
         finding = cxxruntime.carried_runtime(library)
         if finding is not None:

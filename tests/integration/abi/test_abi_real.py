@@ -224,6 +224,36 @@ def test_links_resolve_against_installed_torch(torch_ext, torch_lib_dir, tmp_pat
     (t,) = doc["torches"]
     assert t["status"] == "passed" and t["variant"] == "cpu" and t["counts"]["resolved_torch"] >= 1
     assert t["counts"]["skipped_cpython"] >= 1  # PyModule_Create2 and friends come from the interpreter
+    assert doc["own_cxx_runtime"] == []
+
+
+def test_links_refuse_a_torch_extension_carrying_its_own_cxx_runtime(torch_lib_dir, tmp_path):
+    """Linked with -static-libstdc++ it resolves every torch symbol, loads, and then crashes
+    on torch's first error message that formats a number: two C++ runtimes in one process."""
+    import shutil
+    import subprocess
+    import sysconfig
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    source = tmp_path / "ext.cpp"
+    source.write_text(h.TORCH_EXT + "\n#include <string>\nstd::string xk_count(long v) { return std::to_string(v); }\n")
+    ext = tmp_path / "_static.cpython-311-x86_64-linux-gnu.so"
+    proc = subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                           "-static-libstdc++", "-o", str(ext), str(source), f"-L{torch_lib_dir}", "-Wl,--no-as-needed",
+                           "-ltorch_cpu", "-lc10"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0 and "stdc++" in proc.stderr:
+        pytest.skip(f"g++ cannot link libstdc++ statically here: {proc.stderr.strip()[-200:]}")
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "links.json"
+    run = run_cli("abi", "links", str(ext), "--torch", str(torch_lib_dir.parent.parent), "-o", str(out))
+    assert run.returncode == 1, run.stdout + run.stderr
+    doc = json.loads(out.read_text())
+    validate("abi-links", doc)
+    assert doc["status"] == "failed" and doc["torches"][0]["status"] == "passed"  # every symbol resolves
+    (own,) = doc["own_cxx_runtime"]
+    assert own["library"] == ext.name and "__cxa_throw" in own["finding"]
+    assert "own C++ runtime" in doc["summary"]
 
 
 @pytest.mark.network

@@ -8,10 +8,12 @@ runs, until the first error message that formats a number: ``TORCH_CHECK(..., th
 builds an ``std::ostringstream`` with one runtime's locale facets and the other's code, and
 the process dies with SIGSEGV instead of raising ``RuntimeError``.
 
-Two checks, both cheap: before a cold build, a probe library compiled and linked with the
-same compiler (:func:`check_compiler`, about a second) so the build is refused before it
-starts; before a cached library is loaded, its ELF file (:func:`carried_runtime`).
-Linux/ELF only: other platforms return "no finding".
+Used by the kernels build (xcompat.kernels.build): before a cold build, a probe library
+compiled and linked with the same compiler (:func:`check_compiler`, about a second) so the
+build is refused before it starts, and the built or cached library's ELF file
+(:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) for every
+library of a wheel that needs torch's libraries (:func:`runtime_finding`, on its own ELF
+reader's result). Linux/ELF only: other platforms return "no finding".
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from xcompat.errors import ToolError
@@ -41,7 +43,8 @@ std::string xcompat_runtime_probe(long value) { std::ostringstream out; out << v
 
 
 def carried_runtime(library: Path) -> str | None:
-    """Why ``library`` (a C++ shared object) carries its own C++ runtime, or None.
+    """Why ``library`` (a shared object known to use the C++ standard library) carries its
+    own C++ runtime, or None.
 
     Evidence, in order: it exports one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
     C++ runtime at all (a static copy with hidden or stripped symbols leaves none to find).
@@ -71,10 +74,23 @@ def carried_runtime(library: Path) -> str | None:
                                 defined.append(readable)
     except (OSError, ELFError) as exc:
         return f"cannot read {library.name} as ELF ({exc})"
-    if defined:
-        return f"{library.name} defines {', '.join(defined)} itself: the C++ runtime is linked in statically"
-    if not any(n.startswith(SHARED_RUNTIMES) for n in needed):
-        return f"{library.name} needs no shared C++ runtime (DT_NEEDED: {', '.join(needed) or 'none'})"
+    return runtime_finding(library.name, needed, defined, uses_std=True)
+
+
+def runtime_finding(name: str, needed: Iterable[str], exported: Iterable[str], *, uses_std: bool) -> str | None:
+    """The rule, on what any ELF reader found: ``needed`` (DT_NEEDED entries) and
+    ``exported`` (defined dynamic symbols, raw or readable names) of the library ``name``.
+
+    ``uses_std``: the library is known to use the C++ standard library (the kernels, the
+    probe). Only then does needing no shared C++ runtime count as evidence: a third-party
+    extension that happens to use no ``std::`` code needs none and carries none either.
+    """
+    needed = list(needed)
+    carried = [RUNTIME_SYMBOLS.get(s, s) for s in exported if s in RUNTIME_SYMBOLS or s in RUNTIME_SYMBOLS.values()]
+    if carried:
+        return f"{name} defines {', '.join(dict.fromkeys(carried))} itself: the C++ runtime is linked in statically"
+    if uses_std and not any(n.startswith(SHARED_RUNTIMES) for n in needed):
+        return f"{name} needs no shared C++ runtime (DT_NEEDED: {', '.join(needed) or 'none'})"
     return None
 
 

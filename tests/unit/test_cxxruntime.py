@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from xcompat.cxxruntime import carried_runtime, check_compiler
 from xcompat.errors import ToolError
-from xcompat.kernels.cxxruntime import carried_runtime, check_compiler
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF shared libraries: Linux only")
 
