@@ -30,6 +30,9 @@ def render_links_text(doc: dict) -> str:
             lines.append(f"  {m['library']}: undefined symbol {m['demangled']}")
         for u in t["unchecked"]:
             lines.append(f"  not checked: {u}")
+    for own in doc.get("own_cxx_runtime", ()):
+        lines.append(f"\nown C++ runtime: {own['finding']}; torch's shared libstdc++.so.6 is a second one "
+                     "(rebuild without -static-libstdc++)")
     return "\n".join(lines) + "\n"
 
 

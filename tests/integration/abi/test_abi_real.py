@@ -254,6 +254,7 @@ def test_links_refuse_a_torch_extension_carrying_its_own_cxx_runtime(torch_lib_d
     (own,) = doc["own_cxx_runtime"]
     assert own["library"] == ext.name and "__cxa_throw" in own["finding"]
     assert "own C++ runtime" in doc["summary"]
+    assert f"own C++ runtime: {ext.name} defines" in run.stdout  # the text report names it too
 
 
 @pytest.mark.network
