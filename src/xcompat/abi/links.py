@@ -35,7 +35,7 @@ from xcompat.abi.symbols import ElfSymbolIndex
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 TORCH_NAMESPACES = re.compile(r"^_Z(?:T[VIS]|GV)?N?K?(?:3c10|2at|5torch|6caffe2)")
-_TORCH_LIB = re.compile(r"^lib(?:c10|torch|shm|caffe2|aoti)")
+TORCH_LIBRARY = re.compile(r"^lib(?:c10|torch|shm|caffe2|aoti)")  # sonames of torch's own libraries
 _CPYTHON = re.compile(r"^_?Py|^_Py")
 
 
@@ -261,7 +261,7 @@ def _own_cxx_runtime(libs: dict[str, LibraryInterface]) -> list[dict[str, str]]:
 
     found = []
     for member, lib in sorted(libs.items()):
-        if not any(_TORCH_LIB.match(n) for n in lib.needed):
+        if not any(TORCH_LIBRARY.match(n) for n in lib.needed):
             continue
         finding = runtime_finding(member, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=False)
         if finding is not None:
@@ -332,8 +332,8 @@ def _check_one(libs, sibling_exports, sibling_names, torch: TorchInstall, system
     order = sorted(torch.libs, key=lambda n: (not n.startswith(("libc10", "libtorch")), n))
     try:
         for member, lib in sorted(libs.items()):
-            torch_needed = [n for n in lib.needed if _TORCH_LIB.match(n)]
-            other_needed = [n for n in lib.needed if not _TORCH_LIB.match(n) and n not in sibling_names]
+            torch_needed = [n for n in lib.needed if TORCH_LIBRARY.match(n)]
+            other_needed = [n for n in lib.needed if not TORCH_LIBRARY.match(n) and n not in sibling_names]
             for n in torch_needed:
                 if n not in torch.libs and n not in sibling_names:
                     missing_libs.append({"library": member, "needed": n})
@@ -342,7 +342,7 @@ def _check_one(libs, sibling_exports, sibling_names, torch: TorchInstall, system
                 if weak:
                     counts["skipped_weak"] += 1
                     continue
-                if ver is not None and verlib is not None and not _TORCH_LIB.match(verlib) and verlib not in sibling_names:
+                if ver is not None and verlib is not None and not TORCH_LIBRARY.match(verlib) and verlib not in sibling_names:
                     counts["skipped_system_versioned"] += 1
                     continue
                 if _CPYTHON.match(sym):

@@ -142,6 +142,7 @@ class NativeMember:
     imports: tuple[VersionedImport, ...]
     cuda_archs: tuple[str, ...]
     absolute_search_paths: tuple[str, ...]  # RPATH / RUNPATH entries that are absolute paths
+    own_cxx_runtime: str | None = None  # links torch yet carries its own C++ runtime (xcompat.cxxruntime)
 
 
 _SCAN_CACHE: dict[tuple[str, int, int], tuple[NativeMember, ...]] = {}
@@ -162,7 +163,9 @@ def scan_native_members(wheel: Path) -> tuple[NativeMember, ...]:
 
 
 def _scan(wheel: Path) -> tuple[NativeMember, ...]:
+    from xcompat.abi.links import TORCH_LIBRARY
     from xcompat.abi.wheel import WheelError, iter_native_members
+    from xcompat.cxxruntime import runtime_finding
 
     out: list[NativeMember] = []
     try:
@@ -175,8 +178,11 @@ def _scan(wheel: Path) -> tuple[NativeMember, ...]:
                 if ver and libname
             )
             paths = tuple(p for p in (*lib.rpath, *lib.runpath) if p.startswith("/"))
+            own = None
+            if any(TORCH_LIBRARY.match(n) for n in lib.needed):
+                own = runtime_finding(member, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=False)
             out.append(NativeMember(file=member, imports=imports, cuda_archs=tuple(lib.cuda_archs or ()),
-                                    absolute_search_paths=paths))
+                                    absolute_search_paths=paths, own_cxx_runtime=own))
     except WheelError:
         pass  # an unreadable member: auditwheel show reports the wheel itself
     return tuple(out)
@@ -193,6 +199,13 @@ def iter_versioned_imports(name: str, data: bytes) -> Iterator[VersionedImport]:
     for symbol, (_weak, version, library) in sorted(lib.imports.items()):
         if version and library:
             yield VersionedImport(file=name, library=library, version=version, symbol=symbol)
+
+
+def own_cxx_runtime(wheel: Path) -> dict[str, str]:
+    """Per ELF member that links torch's libraries yet carries its own C++ runtime, why: the
+    extension loads, and crashes the process on torch's first error message that formats a
+    number (two C++ runtimes in one process; xcompat.cxxruntime)."""
+    return {m.file: m.own_cxx_runtime for m in scan_native_members(wheel) if m.own_cxx_runtime}
 
 
 def absolute_search_paths(wheel: Path) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ from xcompat.build.audit import (
     abi3_audit,
     absolute_search_paths,
     auditwheel_show,
+    own_cxx_runtime,
     policy_symbols,
     sha256_of,
     wheel_gpu_code,
@@ -96,6 +97,7 @@ def audit_built_wheel(
         "abi3": abi3.to_dict() if abi3 is not None else None,
         "gpu_code": gpu_code,
         "absolute_search_paths": absolute_search_paths(path) if not info["pure"] else {},
+        "own_cxx_runtime": own_cxx_runtime(path) if not info["pure"] else {},
         "build_seconds": round(built.build_seconds, 3),
         "repair_seconds": round(built.repair_seconds, 3),
         "audit_seconds": round(audit_seconds, 3),
@@ -114,7 +116,13 @@ def build_document(
     tools: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole record, in the common per-stage envelope (kind ``build``)."""
+    """The whole record, in the common per-stage envelope (kind ``build``).
+
+    A cell whose wheel holds a torch extension carrying its own C++ runtime fails: that wheel
+    would crash its users' processes on torch's first formatted error message.
+    """
+    broken = {w["file"]: sorted(w["own_cxx_runtime"]) for w in wheels if w.get("own_cxx_runtime")}
+    cells = [_fail_own_runtime(c, broken) for c in cells]
     failed = [c for c in cells if c["status"] == "failed"]
     passed = [c for c in cells if c["status"] == "passed"]
     skipped = [c for c in cells if c["status"] == "skipped"]
@@ -132,6 +140,8 @@ def build_document(
         summary += f"; {len(skipped)} skipped"
     if abi3_failed:
         summary += f"; abi3 audit findings in {', '.join(abi3_failed)}"
+    if broken:
+        summary += f"; own C++ runtime beside torch's in {', '.join(sorted(broken))}"
     cell_id = cells[0]["id"] if len(cells) == 1 else None
     return {
         "version": BUILD_RECORD_VERSION,
@@ -149,3 +159,15 @@ def build_document(
         "wheels": list(wheels),
         "errors": list(errors),
     }
+
+
+def _fail_own_runtime(cell: dict[str, Any], broken: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """``cell`` failed, with the reason, when one of its wheels carries its own C++ runtime."""
+    mine = [(w, members) for w, members in broken.items() if w in {n.rsplit("/", 1)[-1] for n in cell.get("wheels", ())}]
+    if not mine or cell["status"] == "failed":
+        return cell
+    what = "; ".join(f"{w}: {', '.join(members)}" for w, members in mine)
+    return {**cell, "status": "failed",
+            "reason": f"torch extension linked with its own C++ runtime (libstdc++ linked statically; {what}): "
+                      "it crashes on torch's first error message that formats a number; rebuild without "
+                      "-static-libstdc++"}
