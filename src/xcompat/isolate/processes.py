@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from xcompat.isolate import forking
 from xcompat.isolate.child import ChildPlan, run_forked_child
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
@@ -247,7 +248,7 @@ class ForkLauncher:
         plan = self.plan(slot_index, write_fd=write_fd, out_path=out_path, crash_path=crash_path)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = forking.fork()
         if pid == 0:
             os.close(read_fd)
             if group is None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xcompat.errors import Interrupted, XcompatError
+from xcompat.isolate import forking
 from xcompat.isolate.classify import describe_status, record_from_reports
 from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
 from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
@@ -117,7 +118,7 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = forking.fork()
         if pid == 0:  # the session process
             _session_child(run, result_path, recorder_path, collected_path)  # never returns
         status, ctrl_c = _wait(pid)

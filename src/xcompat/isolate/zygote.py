@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from xcompat.isolate import forking
 from xcompat.isolate.child import drop_reporter_hooks
 from xcompat.isolate.processes import ForkLauncher, TestProcess, release
 from xcompat.isolate.watchdog import kill_group
@@ -343,7 +344,7 @@ class ZygoteLauncher(ForkLauncher):
             return None
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = forking.fork()
         if pid == 0:
             code = 0
             try:
