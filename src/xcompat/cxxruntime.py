@@ -1,4 +1,4 @@
-"""One C++ runtime per process: refuse a kernel library that carries its own copy.
+"""One C++ runtime per process: find libraries that carry their own copy beside torch's.
 
 torch links the shared ``libstdc++.so.6``. A compiler that links libstdc++ statically into
 every shared object (a GCC built ``--with-static-standard-libraries``, a spec file, or
@@ -11,9 +11,10 @@ the process dies with SIGSEGV instead of raising ``RuntimeError``.
 Used by the kernels build (xcompat.kernels.build): before a cold build, a probe library
 compiled and linked with the same compiler (:func:`check_compiler`, about a second) so the
 build is refused before it starts, and the built or cached library's ELF file
-(:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) for every
-library of a wheel that needs torch's libraries (:func:`runtime_finding`, on its own ELF
-reader's result). Linux/ELF only: other platforms return "no finding".
+(:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) and the build
+audit (xcompat.build.audit) for every library of a wheel that needs torch's libraries
+(:func:`runtime_finding`, on their own ELF reader's result). Linux/ELF only: other
+platforms return "no finding".
 """
 
 from __future__ import annotations
