@@ -49,33 +49,19 @@ def carried_runtime(library: Path) -> str | None:
 
     Evidence, in order: it exports one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
     C++ runtime at all (a static copy with hidden or stripped symbols leaves none to find).
-    Reads the dynamic section and the dynamic symbol table only (a few milliseconds).
+    Reads the dynamic section and the dynamic symbol table only.
     """
     if not sys.platform.startswith("linux"):
         return None
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
+    import struct
+
+    from xcompat.abi.elf import ElfError, read_elf  # xcompat's one ELF reader, about 1 ms here
 
     try:
-        with open(library, "rb") as fh:
-            elf = ELFFile(fh)
-            needed: list[str] = []
-            defined: list[str] = []
-            for section in elf.iter_sections():
-                if isinstance(section, DynamicSection):
-                    needed += [str(getattr(tag, "needed", "")) for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
-                elif isinstance(section, SymbolTableSection) and section.name == ".dynsym":
-                    # .dynsym only: a runtime linked in with its symbols hidden from it
-                    # (--exclude-libs) also leaves libstdc++.so out of DT_NEEDED, below
-                    for name, readable in RUNTIME_SYMBOLS.items():
-                        for symbol in section.get_symbol_by_name(name) or ():
-                            if symbol["st_shndx"] != "SHN_UNDEF" and readable not in defined:
-                                defined.append(readable)
-    except (OSError, ELFError) as exc:
+        lib = read_elf(library, display_name=library.name, want_fatbin=False)
+    except (OSError, ElfError, struct.error) as exc:
         return f"cannot read {library.name} as ELF ({exc})"
-    return runtime_finding(library.name, needed, defined, uses_std=True)
+    return runtime_finding(library.name, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=True)
 
 
 def runtime_finding(name: str, needed: Iterable[str], exported: Iterable[str], *, uses_std: bool) -> str | None:
