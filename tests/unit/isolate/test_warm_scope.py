@@ -84,3 +84,25 @@ def test_the_parent_warms_autograd_only_on_a_torch_without_accelerators(build, s
     from xcompat.isolate.warmup import autograd_warm_up_is_fork_safe
 
     assert autograd_warm_up_is_fork_safe(_torch_built_for(**build)) is safe
+
+
+@pytest.mark.parametrize(("cuda_built", "expected_calls"), [(False, 1), (True, 0)])
+def test_warm_parent_calls_backward_only_on_a_torch_without_accelerators(cuda_built, expected_calls):
+    """The real warm-up, in a fresh interpreter, with torch's build flag set as a CUDA build's."""
+    pytest.importorskip("torch")
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import torch
+        calls = []
+        original = torch.Tensor.backward
+        torch.Tensor.backward = lambda self, *a, **k: (calls.append(1), original(self, *a, **k))[1]
+        torch.backends.cuda.is_built = lambda: {cuda_built}
+        from xcompat.isolate.warmup import warm_parent
+        state = warm_parent()
+        print(len(calls), state.autograd)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    calls, autograd = out.stdout.split()
+    assert int(calls) == expected_calls and autograd == str(bool(expected_calls))
