@@ -59,25 +59,29 @@ def test_a_compiler_linking_the_runtime_in_is_refused_before_the_build(tmp_path)
     assert not list(cache.rglob("*.o")) and not list(cache.rglob("manifest.json"))
 
 
-def test_a_cached_library_carrying_its_own_runtime_is_never_loaded(tmp_path):
-    wrapper = _static_gxx(tmp_path)
-    cache = tmp_path / "cache"
-    # a cache entry as an older xcompat would have left it: a valid manifest for this
-    # machine's key, naming a library that has libstdc++ linked in
-    plant = textwrap.dedent(f"""
+def _legacy_entry(cache: Path, compiler: str) -> str:
+    """Code for _load's ``before``: a cache entry as an older xcompat left it, a manifest valid
+    for this machine's key (without the C++-runtime record) naming a small library that
+    ``compiler`` built."""
+    return textwrap.dedent(f"""
         import json, os, subprocess
         from dataclasses import asdict
         key = build.build_key(with_device=False)
         folder = os.path.join({str(cache)!r}, key.digest())
         os.makedirs(folder)
         library = os.path.join(folder, "xcompat_kernels_old.so")
-        subprocess.run([{str(wrapper)!r}, "-shared", "-fPIC", "-x", "c++", "-o", library, "-"],
+        subprocess.run([{compiler!r}, "-shared", "-fPIC", "-x", "c++", "-o", library, "-"],
                        input="#include <string>\\nstd::string g() {{ return std::to_string(7); }}\\n",
                        text=True, check=True)
         with open(os.path.join(folder, "manifest.json"), "w") as fh:
             json.dump({{"version": 1, "library": "xcompat_kernels_old.so", "key": asdict(key)}}, fh)
     """).replace("\n", "\n        ")
-    proc = _load(cache, "g++", before=plant)
+
+
+def test_a_cached_library_carrying_its_own_runtime_is_never_loaded(tmp_path):
+    wrapper = _static_gxx(tmp_path)
+    cache = tmp_path / "cache"
+    proc = _load(cache, "g++", before=_legacy_entry(cache, str(wrapper)))  # libstdc++ linked in
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "cached kernel library" in doc["message"] and "xcompat_kernels_old.so" in doc["message"]
@@ -85,20 +89,7 @@ def test_a_cached_library_carrying_its_own_runtime_is_never_loaded(tmp_path):
 
 def test_a_legacy_cache_entry_is_read_once_then_trusted(tmp_path):
     cache = tmp_path / "cache"
-    plant = textwrap.dedent(f"""
-        import json, os, subprocess
-        from dataclasses import asdict
-        key = build.build_key(with_device=False)
-        folder = os.path.join({str(cache)!r}, key.digest())
-        os.makedirs(folder)
-        library = os.path.join(folder, "xcompat_kernels_old.so")
-        subprocess.run(["g++", "-shared", "-fPIC", "-x", "c++", "-o", library, "-"],
-                       input="#include <string>\\nstd::string g() {{ return std::to_string(7); }}\\n",
-                       text=True, check=True)
-        with open(os.path.join(folder, "manifest.json"), "w") as fh:
-            json.dump({{"version": 1, "library": "xcompat_kernels_old.so", "key": asdict(key)}}, fh)
-    """).replace("\n", "\n        ")
-    proc = _load(cache, "g++", before=plant)
+    proc = _load(cache, "g++", before=_legacy_entry(cache, "g++"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (manifest,) = cache.rglob("manifest.json")
     doc = json.loads(manifest.read_text())
