@@ -22,7 +22,10 @@ pytest and ``--isolate file``: there every test is a process of its own, so the 
 file is what one test process costs on this machine (the fork, the first test's copy-on-write
 faults, the hand-over, the exit). Times the suite's number of files, that is the lowest
 ``--isolate file`` ratio this machine allows the suite, whatever else is done; it is printed
-next to the measured one.
+next to the measured one, with the page faults one test process takes and what a page fault
+costs here (measured first: a forked process writing pages it shares with its parent). Those
+faults are most of a test process's cost, and a virtual machine's are several times dearer than
+bare metal's, which is why the floor differs so much between machines.
 
 **Torch tests** (``--suites torch``): a generated suite of small torch tests (a 4x4 matmul and
 ``torch.testing.assert_close`` each), compared in one run:
@@ -232,6 +235,7 @@ def real_suite_run(mode: str, *, cwd: Path, targets: list[str], pyargs: bool, ru
     out.unlink()
     data["wall_s"] = wall
     data["cpu_s"] = cpu  # the command and every process it started, user + system
+    data["faults"] = after.ru_minflt - before.ru_minflt  # page faults of the same processes
     return data
 
 
@@ -247,6 +251,53 @@ def write_floor_suite(folder: Path, files: int) -> Path:
     for i in range(files):
         (tests / f"test_floor_{i}.py").write_text("def test_trivial():\n    assert sum(range(10)) == 45\n")
     return folder
+
+
+def page_fault_costs(pages: int = 8192, rounds: int = 3) -> tuple[float, float]:
+    """Microseconds per page fault on this machine, median of ``rounds`` forks: a copy-on-write
+    fault (a forked process writing a page it shares with its parent, what a test process pays
+    for every page of the warm parent its tests touch) and a first-touch fault (new memory).
+
+    Most of what one test process costs is these faults: on a virtual machine they cost several
+    times what they cost on bare metal, and the floor printed per suite follows them."""
+    import mmap
+
+    shared = mmap.mmap(-1, pages * mmap.PAGESIZE)
+    for offset in range(0, len(shared), mmap.PAGESIZE):
+        shared[offset] = 1
+    cow, fresh = [], []
+    for _ in range(rounds):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child measures and reports; it never returns
+            try:
+                start = time.perf_counter()
+                for offset in range(0, len(shared), mmap.PAGESIZE):
+                    shared[offset] = 2
+                middle = time.perf_counter()
+                new = mmap.mmap(-1, pages * mmap.PAGESIZE)
+                for offset in range(0, len(new), mmap.PAGESIZE):
+                    new[offset] = 2
+                end = time.perf_counter()
+                os.write(write_fd, f"{middle - start} {end - middle}".encode())
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        answer = os.read(read_fd, 100).split()
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+        cow.append(float(answer[0]) / pages * 1e6)
+        fresh.append(float(answer[1]) / pages * 1e6)
+    shared.close()
+    return statistics.median(cow), statistics.median(fresh)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask: a cpuset or ``taskset``), not the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def rotated(modes: tuple[str, ...], round_index: int) -> tuple[str, ...]:
@@ -266,8 +317,11 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
     floor = write_floor_suite(tmp / "floor", FLOOR_FILES)
     floor_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(plugin_dir)])}
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    lines = [f"real suites, median of {repeats} interleaved runs; {os.cpu_count()} CPUs, load average {load}",
-             "(on a loaded machine the wall times mostly measure waiting for a CPU; CPU time does not)"]
+    cow_us, fresh_us = page_fault_costs()
+    lines = [f"real suites, median of {repeats} interleaved runs; {usable_cpus()} CPUs, load average {load}",
+             "(on a loaded machine the wall times mostly measure waiting for a CPU; CPU time does not)",
+             f"page faults here: {cow_us:.2f} us per copy-on-write fault, {fresh_us:.2f} us per first touch"
+             " of new memory"]
     verdicts = []
     for name in projects:
         project = PROJECTS[name]
@@ -322,11 +376,14 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
                 raise SystemExit(f"floor suite under {mode}: {floor_samples[mode][0]['outcomes']}")
         floor_loop = {mode: statistics.median(s["loop_s"] for s in floor_samples[mode]) for mode in FLOOR_MODES}
         process_s = (floor_loop["--isolate file"] - floor_loop["plain pytest"]) / FLOOR_FILES
+        floor_faults = {mode: statistics.median(s["faults"] for s in floor_samples[mode]) for mode in FLOOR_MODES}
+        process_faults = (floor_faults["--isolate file"] - floor_faults["plain pytest"]) / FLOOR_FILES
         files = samples["plain pytest"][0]["files"]
         floor_ratio = (loop["plain pytest"] + files * process_s) / loop["plain pytest"]
         lines.append(f"    one test process costs {process_s * 1000:.1f} ms of loop wall time here ({FLOOR_FILES} files of"
-                     f" one trivial test, same rounds): with {files} files, --isolate file cannot go below"
-                     f" {floor_ratio:.2f}x on this machine")
+                     f" one trivial test, same rounds) and {process_faults:.0f} page faults (at {cow_us:.2f} us"
+                     f" each, {process_faults * cow_us / 1000:.1f} ms): with {files} files, --isolate file cannot"
+                     f" go below {floor_ratio:.2f}x on this machine")
         lines.append(f"    --isolate test / plain pytest:    {loop['--isolate test'] / loop['plain pytest']:.1f}x loop wall,"
                      f" {wall['--isolate test'] / wall['plain pytest']:.1f}x command wall")
         no_zygote_ms = (per_test["test, no zygote"] - per_test["plain pytest"]) * 1000
