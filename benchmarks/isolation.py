@@ -58,6 +58,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.helpers.real_projects: the cached real-project builds
+sys.path.insert(1, str(REPO / "src"))  # xcompat itself, installed or not
+
+from xcompat.cpus import usable_cpus
+
 TEST_BODY = """
     a = torch.arange(16, dtype=torch.float32).reshape(4, 4) + {i}
     torch.testing.assert_close(a @ torch.eye(4), a)
@@ -292,14 +296,6 @@ def page_fault_costs(pages: int = 8192, rounds: int = 3) -> tuple[float, float]:
     return statistics.median(cow), statistics.median(fresh)
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: a cpuset or ``taskset``), not the host's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def rotated(modes: tuple[str, ...], round_index: int) -> tuple[str, ...]:
     """The modes in the order they run in round ``round_index``: the order rotates from round to
     round, since a run's place in its round (which run came before it) moved simplejson's
@@ -320,8 +316,8 @@ def bench_real_suites(repeats: int, tmp: Path, projects: list[str]) -> list[str]
     cow_us, fresh_us = page_fault_costs()
     lines = [f"real suites, median of {repeats} interleaved runs; {usable_cpus()} CPUs, load average {load}",
              "(on a loaded machine the wall times mostly measure waiting for a CPU; CPU time does not)",
-             f"page faults here: {cow_us:.2f} us per copy-on-write fault, {fresh_us:.2f} us per first touch"
-             " of new memory"]
+             (f"page faults here: {cow_us:.2f} us per copy-on-write fault, {fresh_us:.2f} us per first"
+              " touch of new memory")]
     verdicts = []
     for name in projects:
         project = PROJECTS[name]
