@@ -13,7 +13,7 @@ compiled and linked with the same compiler (:func:`check_compiler`, about a seco
 build is refused before it starts, and the built or cached library's ELF file
 (:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) and the build
 audit (xcompat.build.audit) for every library of a wheel that needs torch's libraries
-(:func:`runtime_finding`, on their own ELF reader's result). Linux/ELF only: other
+(:func:`beside_torch`, on their own ELF reader's result). Linux/ELF only: other
 platforms return "no finding".
 """
 
@@ -61,19 +61,33 @@ def carried_runtime(library: Path) -> str | None:
         lib = read_elf(library, display_name=library.name, want_fatbin=False)
     except (OSError, ElfError, struct.error) as exc:
         return f"cannot read {library.name} as ELF ({exc})"
-    return runtime_finding(library.name, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=True)
+    return runtime_finding(library.name, lib.needed, lib.exports, uses_std=True)
+
+
+def beside_torch(name: str, needed: Iterable[str], exported: Iterable[str]) -> str | None:
+    """For a library of a wheel (``xcompat abi links``, the build audit): why it carries its
+    own C++ runtime beside torch's; None when it does not, or needs none of torch's libraries
+    (then the two runtimes never meet)."""
+    from xcompat.abi.links import TORCH_LIBRARY
+
+    needed = list(needed)
+    if not any(TORCH_LIBRARY.match(n) for n in needed):
+        return None
+    return runtime_finding(name, needed, exported, uses_std=False)
 
 
 def runtime_finding(name: str, needed: Iterable[str], exported: Iterable[str], *, uses_std: bool) -> str | None:
     """The rule, on what any ELF reader found: ``needed`` (DT_NEEDED entries) and
-    ``exported`` (defined dynamic symbols, raw or readable names) of the library ``name``.
+    ``exported`` (defined dynamic symbols, raw or readable names, with or without their
+    ``@version``) of the library ``name``.
 
     ``uses_std``: the library is known to use the C++ standard library (the kernels, the
     probe). Only then does needing no shared C++ runtime count as evidence: a third-party
     extension that happens to use no ``std::`` code needs none and carries none either.
     """
     needed = list(needed)
-    carried = [RUNTIME_SYMBOLS.get(s, s) for s in exported if s in RUNTIME_SYMBOLS or s in RUNTIME_SYMBOLS.values()]
+    names = [s.partition("@")[0] for s in exported]
+    carried = [RUNTIME_SYMBOLS.get(s, s) for s in names if s in RUNTIME_SYMBOLS or s in RUNTIME_SYMBOLS.values()]
     if carried:
         return f"{name} defines {', '.join(dict.fromkeys(carried))} itself: the C++ runtime is linked in statically"
     if uses_std and not any(n.startswith(SHARED_RUNTIMES) for n in needed):

@@ -257,13 +257,11 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
 def _own_cxx_runtime(libs: dict[str, LibraryInterface]) -> list[dict[str, str]]:
     """Libraries that link against torch yet carry a C++ runtime of their own
     (xcompat.cxxruntime): torch's objects then cross between two runtimes."""
-    from xcompat.cxxruntime import runtime_finding
+    from xcompat.cxxruntime import beside_torch
 
     found = []
     for member, lib in sorted(libs.items()):
-        if not any(TORCH_LIBRARY.match(n) for n in lib.needed):
-            continue
-        finding = runtime_finding(member, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=False)
+        finding = beside_torch(member, lib.needed, lib.exports)
         if finding is not None:
             found.append({"library": member, "finding": finding})
     return found

@@ -163,9 +163,8 @@ def scan_native_members(wheel: Path) -> tuple[NativeMember, ...]:
 
 
 def _scan(wheel: Path) -> tuple[NativeMember, ...]:
-    from xcompat.abi.links import TORCH_LIBRARY
     from xcompat.abi.wheel import WheelError, iter_native_members
-    from xcompat.cxxruntime import runtime_finding
+    from xcompat.cxxruntime import beside_torch
 
     out: list[NativeMember] = []
     try:
@@ -178,11 +177,9 @@ def _scan(wheel: Path) -> tuple[NativeMember, ...]:
                 if ver and libname
             )
             paths = tuple(p for p in (*lib.rpath, *lib.runpath) if p.startswith("/"))
-            own = None
-            if any(TORCH_LIBRARY.match(n) for n in lib.needed):
-                own = runtime_finding(member, lib.needed, {k.partition("@")[0] for k in lib.exports}, uses_std=False)
             out.append(NativeMember(file=member, imports=imports, cuda_archs=tuple(lib.cuda_archs or ()),
-                                    absolute_search_paths=paths, own_cxx_runtime=own))
+                                    absolute_search_paths=paths,
+                                    own_cxx_runtime=beside_torch(member, lib.needed, lib.exports)))
     except WheelError:
         pass  # an unreadable member: auditwheel show reports the wheel itself
     return tuple(out)
