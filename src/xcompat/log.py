@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal, TextIO
 
+from xcompat.neutralise import log_text
+
 Dialect = Literal["github", "gitlab", "terminal"]
 
 # GitHub shows at most this many error / warning annotations from workflow commands per step.
@@ -91,18 +93,20 @@ class Logger:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     # -- messages -----------------------------------------------------------------
+    # Messages carry text from results and test suites (test ids, cell ids, tool output): each
+    # goes through log_text, so none can print an escape sequence or start a workflow command.
     def debug(self, message: str) -> None:
         if self.verbosity > 0:
-            self._emit(self._paint(message, "2"))
+            self._emit(self._paint(log_text(message), "2"))
 
     def info(self, message: str) -> None:
-        self._emit(message)
+        self._emit(log_text(message))
 
     def success(self, message: str) -> None:
-        self._emit(self._paint(message, "32"))
+        self._emit(self._paint(log_text(message), "32"))
 
     def notice(self, message: str) -> None:
-        self._emit(self._paint(message, "36"))
+        self._emit(self._paint(log_text(message), "36"))
 
     def warning(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
         self._annotate("warning", message, file=file, line=line)
@@ -121,6 +125,8 @@ class Logger:
         line: int | None = None,
         column: int | None = None,
     ) -> None:
+        message = log_text(message)
+        file = log_text(file) if file else file
         if self.dialect == "github" and self._annotations[level] < GITHUB_ANNOTATIONS_PER_STEP:
             self._annotations[level] += 1
             props = []
@@ -144,6 +150,7 @@ class Logger:
     @contextlib.contextmanager
     def group(self, title: str, *, collapsed: bool = True) -> Iterator[None]:
         start = time.monotonic()
+        title = " ".join(log_text(title).split())
         if self.dialect == "github":
             self._emit(f"::group::{_escape_data(title)}")
         elif self.dialect == "gitlab":

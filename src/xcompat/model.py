@@ -65,6 +65,22 @@ class Cell:
         )
 
 
+# The documented character set of a cell id (docs/matrix.md): what ``cell_id`` makes, and all
+# that a plan or a result may carry. Ids become job names, artifact and file names, and are
+# printed in logs and reports, so nothing else is accepted where a plan or result is read.
+CELL_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+
+
+def cell_id_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid cell id, or None."""
+    if not isinstance(value, str) or not value:
+        return "a cell id must be a non-empty string"
+    if not CELL_ID_PATTERN.fullmatch(value):
+        shown = value if len(value) <= 60 else value[:60] + "…"
+        return (f"cell id {shown!r} has characters outside A-Z a-z 0-9 . _ - (or is longer than 255)")
+    return None
+
+
 def cell_id(
     python: str,
     platform: str,

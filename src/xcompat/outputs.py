@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
@@ -260,3 +261,26 @@ def write_bytes(path: str | Path, data: bytes, *, mode: int | None = None) -> Pa
 def write_text(path: str | Path, text: str) -> Path:
     """Write UTF-8 ``text`` by the output policy (see ``write_bytes``)."""
     return write_bytes(path, text.encode("utf-8"))
+
+
+# A file name xcompat derives itself (a result's index and kind, a cell id): one path component,
+# no separator, no "." or "..", nothing a shell or a forge would read specially.
+_DERIVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")
+
+
+def path_inside(folder: str | Path, name: str) -> Path:
+    """``folder/name`` for a name xcompat derived, refused (``OutputError``) unless it is one plain
+    component that stays inside ``folder`` once resolved (no separator, ``..`` or link out)."""
+    folder = Path(folder)
+    if not _DERIVED_NAME.fullmatch(name) or name in (".", ".."):
+        raise OutputError(f"refused to write {name!r}: not a plain file name", file=folder)
+    path = folder / name
+    root = os.path.realpath(folder)
+    if os.path.commonpath([root, os.path.realpath(path)]) != root:
+        raise OutputError(f"refused to write {name!r}: it resolves outside the folder", file=folder)
+    return path
+
+
+def write_inside(folder: str | Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to ``folder/name`` (``path_inside`` checked) by the output policy."""
+    return write_bytes(path_inside(folder, name), data)

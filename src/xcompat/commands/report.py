@@ -65,22 +65,30 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-untyped-def]
-    from xcompat.jsonio import atomic_write_text, write_json
+    """The report bundle. Every file name is xcompat's own (an index and a known stage kind):
+    nothing a result says becomes a path, and every write is checked to stay in the bundle."""
+    from xcompat.jsonio import dump_json
+    from xcompat.outputs import write_inside
     from xcompat.report import render, write_html
     from xcompat.report import write_json as write_report_json
+    from xcompat.results.envelope import STAGE_KINDS
 
     folder.mkdir(parents=True, exist_ok=True)
     results_dir = folder / "results"
-    if results_dir.exists():
+    if results_dir.is_symlink() or results_dir.is_file():
+        results_dir.unlink()
+    elif results_dir.exists():
         shutil.rmtree(results_dir)
+    results_dir.mkdir()
     for index, result in enumerate(loaded.results):
-        write_json(results_dir / f"{index:04d}-{result.kind}.json", result.data)
+        kind = result.kind if result.kind in STAGE_KINDS else "result"
+        write_inside(results_dir, f"{index:04d}-{kind}.json", dump_json(result.data).encode("utf-8"))
     if loaded.settings is not None:
-        write_json(results_dir / "settings.json", loaded.settings)
+        write_inside(results_dir, "settings.json", dump_json(loaded.settings).encode("utf-8"))
     if loaded.plan is not None:
-        write_json(folder / "plan.json", loaded.plan)
+        write_inside(folder, "plan.json", dump_json(loaded.plan).encode("utf-8"))
     write_report_json(report, folder / "report.json")
-    atomic_write_text(folder / "report.md", render(report, "markdown"))
+    write_inside(folder, "report.md", render(report, "markdown").encode("utf-8"))
     write_html(report, folder / "report.html")
 
 
@@ -126,6 +134,11 @@ def execute(args: argparse.Namespace) -> int:
         atomic_write_text(args.out, rendered)
         log.info(f"wrote {args.out}")
     elif not (args.github or args.gitlab):
+        if args.format != "json":
+            # Standard output is a CI log too: a log tail's "::" line must not run as a command there.
+            from xcompat.neutralise import log_text
+
+            rendered = log_text(rendered)
         print(rendered, end="" if rendered.endswith("\n") else "\n")
 
     from xcompat.forges.comment_mode import parse_mode

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.model import cell_id_problem
 from xcompat.results.envelope import STAGE_KINDS, StageResult
 from xcompat.results.kinds import RecordedWheel, build_wheels
 from xcompat.results.required import is_required
@@ -82,6 +83,9 @@ def load_plan(path: Path) -> Plan:
         cid = cell.get("id", cell.get("cell_id", cell.get("cell")))
         if not isinstance(cid, str) or not cid:
             raise InputError(f"{where}: a cell needs a non-empty string 'id'", file=path)
+        problem = cell_id_problem(cid)
+        if problem:
+            raise InputError(f"{where}.id: {problem}", file=path, hint="use the plan that `xcompat matrix plan` wrote")
         if cid in seen:
             raise InputError(f"{where}: cell id {cid!r} appears twice", file=path)
         seen.add(cid)

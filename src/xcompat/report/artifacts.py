@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import Any
 
+from xcompat.neutralise import FIELD_CHARS, MESSAGE_CHARS, cap
 from xcompat.report.aggregate import _case_tail, _location
 from xcompat.report.model import Report, StageResult
 from xcompat.results import kinds as K
@@ -29,8 +30,9 @@ _FAIL_OUTCOMES_AS_ERROR = {"crashed", "error", "timeout", "hang", "leaked"}
 _XML_BAD = dict.fromkeys([c for c in range(0x20) if c not in (0x9, 0xA, 0xD)], "\ufffd")
 
 
-def _clean(text: str) -> str:
-    return text.translate(_XML_BAD)
+def _clean(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """Text from a result as XML can carry it, capped like every field from a result."""
+    return cap(text, limit).translate(_XML_BAD)
 
 
 def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
@@ -73,7 +75,7 @@ def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
                 module, _, short = name.rpartition("::")
                 classname = f"{cell_id}.{module.replace('/', '.').removesuffix('.py')}" if module else cell_id
                 suite_time += seconds
-                attrs = {"classname": _clean(classname), "name": _clean(short or name), "time": f"{seconds:.3f}"}
+                attrs = {"classname": _clean(classname, FIELD_CHARS), "name": _clean(short or name, FIELD_CHARS), "time": f"{seconds:.3f}"}
                 if file:
                     attrs["file"] = _clean(file)
                 if line:
@@ -83,13 +85,13 @@ def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
                 if outcome in ("passed", "xfailed", "xpassed", "xfail"):
                     pass
                 elif outcome in ("skipped", "deselected"):
-                    ET.SubElement(case, "skipped", message=_clean(message[:1000]))
+                    ET.SubElement(case, "skipped", message=_clean(message, 1000))
                     counts["skipped"] += 1
                 elif outcome in _FAIL_OUTCOMES_AS_ERROR:
-                    ET.SubElement(case, "error", message=_clean(message[:1000]), type=outcome).text = _clean(tail)
+                    ET.SubElement(case, "error", message=_clean(message, 1000), type=outcome).text = _clean(tail)
                     counts["errors"] += 1
                 else:
-                    ET.SubElement(case, "failure", message=_clean(message[:1000]), type=outcome).text = _clean(tail)
+                    ET.SubElement(case, "failure", message=_clean(message, 1000), type=outcome).text = _clean(tail)
                     counts["failures"] += 1
         for key, value in counts.items():
             suite.set(key, str(value))
@@ -118,6 +120,7 @@ def codequality(report: Report) -> list[dict[str, Any]]:
         description += f" (requires a {f.required_bump} version bump)" if f.required_bump != "none" else ""
         if f.message:
             description += f": {f.message}"
+        description = cap(description, MESSAGE_CHARS)
         issues[fingerprint] = {
             "type": "issue",
             "description": description,

@@ -10,8 +10,7 @@ overflows an 800-pixel-wide window, status chips stay on one line.
 
 from __future__ import annotations
 
-from html import escape
-
+from xcompat.neutralise import html_text as escape
 from xcompat.report import display
 from xcompat.report.display import pct
 from xcompat.report.markdown import other_warnings, shown_failures

@@ -14,10 +14,10 @@ it cannot break a table, open HTML, or mention people.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 
+from xcompat.neutralise import MESSAGE_CHARS, html_code, html_inline, markdown_code, markdown_text
 from xcompat.report import display
 from xcompat.report.budget import Section
 from xcompat.report.display import python_key
@@ -32,46 +32,11 @@ MANY_FULL_FAILURES = 500  # ... and where it is not
 TABLE_ROWS = 200  # rows of a table before the rest is folded into a count
 
 
-def inline(text: object) -> str:
-    """Escape text for a Markdown table cell or a line of prose."""
-    s = " ".join(str(text).split())
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = s.replace("|", "\\|").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
-    s = s.replace("[", "\\[").replace("]", "\\]")
-    # A word joiner after "@" keeps "@name" from notifying anyone.
-    return s.replace("@", "@\u2060")
-
-
-def code(text: object) -> str:
-    """Inline code span that survives backticks in the text."""
-    s = " ".join(str(text).split())
-    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
-    # GFM splits table cells on "|" even inside code spans; "\\|" is read as a literal pipe there.
-    s = s.replace("|", "\\|")
-    return f"{fence}{pad}{s}{pad}{fence}" if s else ""
-
-
-_HTML_CODE = str.maketrans(
-    {
-        "|": "&#124;",
-        "_": "&#95;",
-        "*": "&#42;",
-        "[": "&#91;",
-        "]": "&#93;",
-        "\\": "&#92;",
-        "~": "&#126;",
-        "`": "&#96;",
-        "$": "&#36;",
-    }
-)
-
-
-def hcode(text: object) -> str:
-    """``<code>`` for untrusted text in prose: escaped as HTML and as Markdown, mentions defused, pipes kept out of tables."""
-    s = html.escape(" ".join(str(text).split()), quote=True).translate(_HTML_CODE)
-    return f"<code>{s.replace('@', '@&#8288;')}</code>" if s else ""
+# One neutralising layer for text from results (xcompat.neutralise); the short names are this
+# module's vocabulary and are used by the forges' renderers too.
+inline = markdown_text
+code = markdown_code
+hcode = html_code
 
 
 def fenced(text: str, lang: str = "text") -> str:
@@ -272,21 +237,18 @@ def shown_failures(report: Report) -> list[Failure]:
 
 
 def _failure_title(f: Failure) -> str:
-    """HTML (it goes inside ``<summary>``, where Markdown is not rendered)."""
-    esc = html.escape
-    where = f" in <code>{esc(f.cell_id)}</code>" if f.cell_id else ""
-    loc = f" ({esc(f.file)}{':' + str(f.line) if f.line else ''})" if f.file else ""
+    """HTML (it goes inside ``<summary>``, where Markdown is still parsed inline): every part from
+    the result is one defused line."""
+    where = f" in {hcode(f.cell_id)}" if f.cell_id else ""
+    loc = f" ({html_inline(f.file)}{':' + str(f.line) if f.line else ''})" if f.file else ""
     opt = " (optional cell)" if not f.required else ""
-    name = esc(" ".join(f.name.split())).replace("@", "@\u2060")
-    return (
-        f"{STATUS_SYMBOL.get(f.outcome, '❌')} <b>{esc(f.outcome)}</b> <code>{name}</code>{where}{loc}{opt}"
-    )
+    return f"{STATUS_SYMBOL.get(f.outcome, '❌')} <b>{html_inline(f.outcome)}</b> {hcode(f.name)}{where}{loc}{opt}"
 
 
 def _failure_full(f: Failure) -> str:
     lines = [f"<details><summary>{_failure_title(f)}</summary>", ""]
     if f.message:
-        lines.append(inline(f.message))
+        lines.append(inline(f.message, MESSAGE_CHARS))
         lines.append("")
     if f.log_tail:
         lines.append(fenced(user_frames_first(f.log_tail)))

@@ -19,6 +19,7 @@ from typing import Any
 
 from xcompat.errors import InputError
 from xcompat.limits import LIMITS, MiB
+from xcompat.model import cell_id_problem
 from xcompat.results.envelope import StageResult, looks_like_result, parse_envelope
 
 # A stage result is small; a bigger JSON file in a results folder is not one and is not read.
@@ -53,6 +54,10 @@ def check_plan(document: Any, source: str) -> dict[str, Any]:
     for index, cell in enumerate(document["cells"]):
         if not isinstance(cell, dict) or not isinstance(cell.get("id"), str) or not cell["id"]:
             raise InputError(f'$.cells[{index}]: each cell needs a string "id"', file=source)
+        problem = cell_id_problem(cell["id"])
+        if problem:
+            raise InputError(f"$.cells[{index}].id: {problem}", file=source,
+                             hint="use the plan that `xcompat matrix plan` wrote")
         if cell["id"] in seen:
             raise InputError(f"$.cells[{index}]: cell id {cell['id']!r} appears twice", file=source)
         seen.add(cell["id"])
