@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -149,7 +150,7 @@ class LocalPipeline:
         detail = ""
         if status != "passed":
             tail = _tail(log_path, 1)
-            detail = f"exit {code}" + (f": {tail[-1].strip()[:160]}" if tail else "")
+            detail = f"exit {code}" + (f": {_log_message(tail[-1])}" if tail else "")
         return StageResult(
             name=name, status=status, detail=detail, elapsed=elapsed, exit_code=code, log=rel_log, outputs=produced
         )
@@ -237,3 +238,15 @@ def load_json(path: Path) -> Any:
         return None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno) from None
+
+
+# A child's log line under CI: "HH:MM:SS " then the logger's "error: " label.
+_LOG_PREFIX = re.compile(r"^(?:\d\d:\d\d:\d\d )?(?:error: |warning: )?")
+
+
+def _log_message(line: str) -> str:
+    """The message of a stage's last log line, whole up to a field's cap (its hint is at the end)."""
+    from xcompat.neutralise import MESSAGE_CHARS, cap
+
+    return cap(_LOG_PREFIX.sub("", line.strip(), count=1), MESSAGE_CHARS)
+

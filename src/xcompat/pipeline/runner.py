@@ -510,7 +510,13 @@ def run_pipeline(config: RunConfig) -> int:
 
 
 def exit_code(results: list[StageResult], report: Any, log: Any = None) -> int:
-    """0 only when the report (the one verdict) is green and it was written; 1 otherwise."""
+    """0 only when the report (the one verdict) is green and it was written; 3 when the matrix
+    signature did not verify (as ``xcompat matrix verify``); 1 otherwise."""
+    verify = next((r for r in results if r.name == "verify"), None)
+    if verify is not None and verify.exit_code == VerificationError.exit_code:
+        if log is not None:
+            log.error(f"the matrix signature did not verify: {verify.detail.removeprefix('exit 3: ')}")
+        return VerificationError.exit_code
     report_stage = next((r for r in results if r.name == "report"), None)
     if report is None or report_stage is None or report_stage.status != "passed":
         if log is not None:

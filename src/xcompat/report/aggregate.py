@@ -298,7 +298,7 @@ def build_report(
         else:
             other.append(result)
         if result.status in ("failed", "crashed", "fallback"):
-            failures.append(Failure(cell_id=None, kind=result.kind, name=result.kind, outcome=result.status,
+            failures.append(Failure(cell_id=None, kind=result.kind, name=_failure_name(result), outcome=result.status,
                                     message=result.summary, log_tail=_result_tail(result)))
 
     abi = None
@@ -346,3 +346,13 @@ def build_report(
         problems=tuple(problems), warnings=tuple(warnings), abi=abi, coverage=coverage, other=tuple(other),
         notes=tuple(notes_list), artifact_url=artifact_url,
     )
+
+
+def _failure_name(result: StageResult) -> str:
+    """A run-level result's name: for ``xcompat run``'s own stages, the stage (from the fixed set the
+    report has a "To fix" for; a result's own words are never a name), else its kind."""
+    from xcompat.report.triage import PIPELINE_STAGE_FIX
+
+    stage = result.data.get("stage") if result.kind == "pipeline" else None
+    return stage if isinstance(stage, str) and stage in PIPELINE_STAGE_FIX else result.kind
+

@@ -12,6 +12,7 @@ Texts are ``Rich`` tuples of (style, text) segments, style "" (prose), "code" or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,21 @@ from xcompat.report.model import BUMP_ORDER, CellReport, Failure, Report
 from xcompat.report.tails import failing_assertion, first_user_frame, frames, project_root
 
 Rich = tuple[tuple[str, str], ...]
+# "To fix" for each of ``xcompat run``'s own stages when its command failed: what the failure
+# means and the real fix, not "run it again".
+PIPELINE_STAGE_FIX: dict[str, str] = {
+    "verify": ("the signed matrix did not verify against the trust list (the message says which check "
+               "failed): review the change, then re-sign it with `xcompat matrix sign` using a key listed "
+               "in allowed_signers at the trust ref, or restore the signed matrix"),
+    "plan": "the matrix could not be planned for this machine: check its Pythons, platforms and backends "
+            "against this runner (`xcompat matrix plan .xcompat/matrix.yml`)",
+    "build": "the project's build failed: the message is the build's own error; reproduce it with "
+             "`xcompat build PROJECT --backend native` and read logs/build.log",
+    "baseline": "the last release could not be built or read: pass --baseline with a project folder, "
+                "wheel, sdist or ABI snapshot, or fix abi.baseline in the matrix",
+    "probe": "the device probe failed: see logs/probe.log for the device and driver it found",
+    "report": "the report could not be written: see logs/report.log",
+}
 TEST_OUTCOMES_FAILED = ("failed", "error", "timeout", "leaked", "crashed")
 MAX_CELLS_NAMED = 3
 
@@ -302,7 +318,12 @@ def triage(report: Report) -> list[Problem]:
     ):
         cells = tuple(f.cell_id for f in group if f.cell_id)
         first = group[0]
-        if first.name != first.kind:
+        if kind == "pipeline" and first.name in PIPELINE_STAGE_FIX:
+            message = re.sub(r"^exit \d+: ", "", _first_line(first.message, 400).removeprefix(f"{first.name}: "))
+            title = rich(bold(f"{first.name} {outcome}"), *((": " + message,) if message else ()))
+            # `...` in the table is code; the rest is prose.
+            fix = rich(*((code(t) if i % 2 else t) for i, t in enumerate(PIPELINE_STAGE_FIX[first.name].split("`"))))
+        elif first.name != first.kind:
             title = rich(bold(f"{kind} "), code(first.name), bold(f" {outcome}"), *_cells_phrase(cells))
             fix = rich(_first_line(first.message) or "see its log tail under Failures")
         else:
