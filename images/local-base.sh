@@ -5,9 +5,10 @@
 #
 #   images/local-base.sh [IMAGE_NAME]        (default: xcompat-local-base; needs root)
 #
-# Environment: DEBIAN_MIRROR (default: the first Debian mirror in /etc/apt/sources.list*,
-# else http://deb.debian.org/debian), DEBIAN_SUITE (default bookworm), DOCKER (default docker),
-# WORK_DIR (where the root file system is made; default a temporary folder, removed after).
+# Environment: DEBIAN_MIRROR (default: the first Debian mirror in /etc/apt/sources.list*; with
+# none there, no mirror is passed and debootstrap uses its own default), DEBIAN_SUITE (default
+# bookworm), DOCKER (default docker), WORK_DIR (where the root file system is made; default a
+# temporary folder, removed after).
 # Then build images FROM it:
 #   docker build -f images/builder-debian.Dockerfile --build-arg BASE=xcompat-local-base .
 #   docker build -f images/runner-cpu.Dockerfile --build-arg BASE=xcompat-local-base .
@@ -29,8 +30,9 @@ debian_mirror() {
     echo "${uri%/}"
 }
 
+# With no mirror set here or in this host's apt sources, debootstrap gets no mirror argument
+# and uses its own default.
 mirror=${DEBIAN_MIRROR:-$(debian_mirror)}
-mirror=${mirror:-http://deb.debian.org/debian}
 command -v debootstrap >/dev/null || { echo "local-base.sh: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 5; }
 [ "$(id -u)" = 0 ] || { echo "local-base.sh: debootstrap needs root" >&2; exit 5; }
 
@@ -43,8 +45,8 @@ cleanup() { rm -rf "${rootfs:-}"; if [ -n "$own_work" ]; then rm -rf "$WORK_DIR"
 trap cleanup EXIT
 rootfs=$WORK_DIR/rootfs
 
-echo "local-base.sh: debootstrap $suite from $mirror into $rootfs"
-debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$WORK_DIR/debootstrap.log" 2>&1 \
+echo "local-base.sh: debootstrap $suite from ${mirror:-the default mirror of debootstrap} into $rootfs"
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" ${mirror:+"$mirror"} >"$WORK_DIR/debootstrap.log" 2>&1 \
     || { tail -20 "$WORK_DIR/debootstrap.log" >&2; echo "local-base.sh: debootstrap failed (log above)" >&2; exit 4; }
 # What a container does not need: documentation, package caches and lists.
 rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
