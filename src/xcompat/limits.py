@@ -8,7 +8,8 @@ docs/trust-boundary.md ("Limits"), and each is enforced where the input is read:
 - ``read_bounded`` for files named on the command line (matrix, signature, trust lists,
   JSON results): regular files only, opened without blocking, at most ``limit`` bytes;
 - ``xcompat.jsonio.read_json``: size, nesting depth and integer length of JSON documents;
-- the signing glob matcher, the matrix cell cap, the wheel readers and the HTTP client.
+- the signing glob matcher, the matrix cell cap, the archive and wheel readers
+  (``xcompat.archives``) and the HTTP client.
 
 Exceeding a limit is an input error (exit 2) naming the file and the limit, never a
 traceback, a hang or a partial result.
@@ -42,11 +43,12 @@ class InputLimits:
     matrix_cells: int = 4096  # cells one matrix may expand to (GitLab allows 200 per parallel:matrix)
     matrix_expansion: int = 65536  # cells of the cross product before exclude rules remove some
     glob_pattern_chars: int = 1024  # one principal or namespace pattern in allowed_signers
-    # wheels
-    wheel_members: int = 100_000  # entries in one wheel
+    # wheels, and every other archive read or unpacked (sdists, exported sources): xcompat.archives
+    wheel_members: int = 100_000  # entries in one wheel or archive
     wheel_member_bytes: int = 2048 * MiB  # uncompressed size of one member that is read
-    wheel_total_bytes: int = 8192 * MiB  # uncompressed size of all members read from one wheel
-    wheel_compression_ratio: int = 1000  # uncompressed / compressed of one member (zip bombs)
+    wheel_total_bytes: int = 8192 * MiB  # uncompressed size of all members read from one wheel or archive
+    wheel_compression_ratio: int = 1000  # uncompressed / compressed of one member or tar stream (zip bombs)
+    wheel_metadata_bytes: int = 16 * MiB  # one METADATA or WHEEL member, read into memory
     # test processes (xcompat test): the tests' own output and crash text
     test_output_bytes: int = 256 * 1024  # read back per test or per process (the end is kept)
     # the forge (GitHub / GitLab HTTP answers)

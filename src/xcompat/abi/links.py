@@ -61,32 +61,23 @@ def _cache_root() -> Path:
     return Path(base)
 
 
-def _extract_torch_wheel(wheel: Path) -> Path:
-    """Unpack ``torch/lib`` and ``torch/version.py`` of a torch wheel into a cache folder, once."""
-    st = wheel.stat()
-    dest = _cache_root() / "torch-libs" / f"{wheel.stem}-{st.st_size}"
-    done = dest / ".complete"
-    if done.exists():
-        return dest / "torch"
-    import shutil
+def _torch_member(name: str) -> bool:
+    return name.startswith("torch/lib/") or name == "torch/version.py"
 
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            members = [i for i in zf.infolist() if i.filename.startswith("torch/lib/") or i.filename == "torch/version.py"]
-            if not members:
-                raise LinkInputError(f"{wheel}: has no torch/lib folder; is it a torch wheel?")
-            for info in members:
-                if info.filename.endswith("/"):
-                    continue
-                target = dest / info.filename
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(target.name + ".part")
-                with zf.open(info) as src, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                tmp.replace(target)
-    except zipfile.BadZipFile as exc:
-        raise LinkInputError(f"{wheel}: not a readable wheel ({exc})") from None
-    done.write_text("ok\n")
+
+def _extract_torch_wheel(wheel: Path) -> Path:
+    """``torch/lib`` and ``torch/version.py`` of a torch wheel, unpacked once per wheel content.
+
+    The wheel goes through the member checks of :mod:`xcompat.archives` (a member named
+    ``torch/lib/../../x`` is refused, nothing is written), and the cache folder is named by
+    the sha256 of its bytes: a crafted wheel with the same name and size as a real one is
+    never served in its place.
+    """
+    from xcompat.archives import extract_zip_cached
+
+    dest = extract_zip_cached(wheel, _cache_root() / "torch-libs", what="wheel", select=_torch_member)
+    if not (dest / "torch" / "lib").is_dir():
+        raise LinkInputError(f"{wheel}: has no torch/lib folder; is it a torch wheel?")
     return dest / "torch"
 
 
@@ -276,10 +267,10 @@ def _declared_torch(target: Path) -> str | None:
     """The wheel's ``Requires-Dist: torch...`` line (None for a bare library or no torch pin)."""
     if target.suffix != ".whl":
         return None
-    from xcompat.abi.wheel import WheelError, read_metadata
+    from xcompat.abi.wheel import WheelError, open_wheel, read_metadata
 
     try:
-        with zipfile.ZipFile(target) as zf:
+        with open_wheel(target) as zf:
             md = read_metadata(zf, target.name)
     except (WheelError, zipfile.BadZipFile, OSError):
         return None

@@ -59,6 +59,18 @@ def parse_wheel_filename(filename: str) -> tuple[str, str, tuple[str, ...]]:
     return str(name), str(version), tuple(sorted(str(t) for t in tags))
 
 
+def _read_small(zf: zipfile.ZipFile, filename: str, member: str) -> bytes:
+    """A metadata member, bounded (``LIMITS.wheel_metadata_bytes``): a METADATA that inflates
+    to gigabytes is refused, not read into memory."""
+    from xcompat.archives import ArchiveError, read_member
+    from xcompat.limits import LIMITS
+
+    try:
+        return read_member(filename, zf, member, limit=LIMITS.wheel_metadata_bytes, what="wheel")
+    except ArchiveError as exc:
+        raise WheelError(str(exc)) from None
+
+
 def read_metadata(zf: zipfile.ZipFile, filename: str) -> WheelMetadata:
     name, version, tags = parse_wheel_filename(filename)
     dist_info = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
@@ -67,11 +79,11 @@ def read_metadata(zf: zipfile.ZipFile, filename: str) -> WheelMetadata:
     import email.parser
 
     parser = email.parser.BytesParser()
-    meta = parser.parsebytes(zf.read(dist_info[0]), headersonly=True)
+    meta = parser.parsebytes(_read_small(zf, filename, dist_info[0]), headersonly=True)
     wheel_member = dist_info[0].rsplit("/", 1)[0] + "/WHEEL"
     purelib = True
     if wheel_member in zf.namelist():
-        wheel_meta = parser.parsebytes(zf.read(wheel_member), headersonly=True)
+        wheel_meta = parser.parsebytes(_read_small(zf, filename, wheel_member), headersonly=True)
         purelib = str(wheel_meta.get("Root-Is-Purelib", "true")).strip().lower() == "true"
         file_tags = wheel_meta.get_all("Tag") or []
         if file_tags:
@@ -88,42 +100,16 @@ def read_metadata(zf: zipfile.ZipFile, filename: str) -> WheelMetadata:
     )
 
 
-def check_member(path: Path, info: zipfile.ZipInfo, *, seen_bytes: int = 0) -> None:
-    """Refuse a member a wheel must not have, before any of it is read (``WheelError``, exit 2).
-
-    Wheels come from pull requests: a member named ``../x`` or ``/x``, a symlink member, or
-    one whose declared size is over ``LIMITS.wheel_member_bytes`` (or inflates more than
-    ``LIMITS.wheel_compression_ratio`` times: a zip bomb) is refused rather than analysed.
-    """
-    from xcompat.limits import LIMITS
-
-    name = info.filename
-    parts = name.replace("\\", "/").split("/")
-    if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
-        raise WheelError(f"{path}: member {name!r} points outside the wheel; a wheel member is a relative path")
-    if (info.external_attr >> 16) & 0o170000 == 0o120000:
-        raise WheelError(f"{path}: member {name!r} is a symbolic link; wheels hold no links")
-    if info.file_size > LIMITS.wheel_member_bytes:
-        raise WheelError(f"{path}: member {name!r} inflates to {info.file_size} bytes, over the limit of "
-                         f"{LIMITS.wheel_member_bytes}")
-    if info.file_size > (1 << 20) and info.file_size > LIMITS.wheel_compression_ratio * max(info.compress_size, 1):
-        raise WheelError(f"{path}: member {name!r} inflates {info.file_size // max(info.compress_size, 1)} times "
-                         "(a zip bomb?); refused")
-    if seen_bytes + info.file_size > LIMITS.wheel_total_bytes:
-        raise WheelError(f"{path}: members inflate to more than {LIMITS.wheel_total_bytes} bytes; refused")
-
-
 def check_members(path: Path, zf: zipfile.ZipFile) -> None:
-    """``check_member`` on every member, and the member count, of an open wheel."""
-    from xcompat.limits import LIMITS
+    """Refuse a wheel holding a member it must not have, before any of it is read (``WheelError``,
+    exit 2): the member rules of :mod:`xcompat.archives` (``../x``, ``/x``, links, zip bombs,
+    too many or too large members)."""
+    from xcompat.archives import ArchiveError, check_zip
 
-    infos = zf.infolist()
-    if len(infos) > LIMITS.wheel_members:
-        raise WheelError(f"{path}: {len(infos)} members, over the limit of {LIMITS.wheel_members}")
-    total = 0
-    for info in infos:
-        check_member(path, info, seen_bytes=total)
-        total += info.file_size
+    try:
+        check_zip(path, zf, what="wheel")
+    except ArchiveError as exc:
+        raise WheelError(str(exc)) from None
 
 
 def is_native_member(member: str) -> bool:
@@ -248,33 +234,28 @@ def read_wheel(path: Path, *, want_fatbin: bool = True) -> WheelContents:
 
 
 def extract_python_tree(path: Path, dest: Path) -> list[str]:
-    """Unpack the importable part of a wheel (packages, modules, extension modules, ``*.libs``).
+    """Unpack the importable part of a wheel (packages, modules, extension modules, ``*.libs``)
+    into ``dest`` (a folder that is absent or empty), through the member checks of
+    :mod:`xcompat.archives`.
 
     Returns the top-level importable names. ``*.data`` and ``*.dist-info`` are left out
     except the dist-info itself, which ``importlib.metadata`` needs.
     """
+    from xcompat.archives import ArchiveError, extract_zip
+
+    try:
+        names = extract_zip(path, dest, what="wheel", select=lambda name: not name.split("/", 1)[0].endswith(".data"))
+    except ArchiveError as exc:
+        raise WheelError(str(exc)) from None
     tops: set[str] = set()
-    with zipfile.ZipFile(path) as zf:
-        check_members(path, zf)
-        for info in zf.infolist():
-            name = info.filename
-            if name.endswith("/") or ".." in name.split("/") or name.startswith("/"):
-                continue
-            top = name.split("/", 1)[0]
-            if top.endswith(".data"):
-                continue
-            target = dest / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, COPY_BLOCK)
-            if info.external_attr >> 16 & 0o111:
-                target.chmod(0o755)
-            if top.endswith((".dist-info", ".libs")):
-                continue
-            if "/" in name:
-                tops.add(top)
-            elif name.endswith(".py"):
-                tops.add(name[:-3])
-            elif _NATIVE_SUFFIX.search(name):
-                tops.add(name.split(".", 1)[0])
+    for name in names:
+        top = name.split("/", 1)[0]
+        if top.endswith((".dist-info", ".libs")):
+            continue
+        if "/" in name:
+            tops.add(top)
+        elif name.endswith(".py"):
+            tops.add(name[:-3])
+        elif _NATIVE_SUFFIX.search(name):
+            tops.add(name.split(".", 1)[0])
     return sorted(tops)

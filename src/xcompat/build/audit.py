@@ -63,11 +63,15 @@ def wheel_tags(path: Path) -> dict[str, Any]:
 
 
 def wheel_metadata(path: Path) -> dict[str, str]:
+    from xcompat.archives import read_member
+    from xcompat.limits import LIMITS
+
     with zipfile.ZipFile(path) as zf:
         meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
         if meta is None:
             return {}
-        message = Parser().parsestr(zf.read(meta).decode("utf-8", "replace"))
+        data = read_member(path, zf, meta, limit=LIMITS.wheel_metadata_bytes, what="wheel")
+        message = Parser().parsestr(data.decode("utf-8", "replace"))
     return {k: str(v) for k, v in message.items()}
 
 
@@ -327,14 +331,13 @@ def abi3_audit(wheel: Path, *, env: Mapping[str, str]) -> Abi3Audit | None:
         if not modules:
             return None
         baseline = lowest_python(wheel_metadata(wheel).get("Requires-Python")) or "3.2"
+        from xcompat.archives import extract_zip
+
         with tempfile.TemporaryDirectory(prefix="xcompat-abi3-") as tmp:
-            paths = []
-            with zipfile.ZipFile(wheel) as zf:
-                for member in modules:
-                    target = Path(tmp) / member
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(zf.read(member))
-                    paths.append(str(target))
+            wanted = set(modules)
+            # Through the member checks: a module named ../../x.abi3.so is refused, not written.
+            written = extract_zip(wheel, Path(tmp), what="wheel", select=wanted.__contains__)
+            paths = [str(Path(tmp, member)) for member in written]
             argv = ["abi3audit", "--report", "--assume-minimum-abi3", baseline, *paths]
             run = run_tool(argv, what="abi3audit", env=env, capture=True, check=False)
         scope = "modules"
