@@ -76,7 +76,7 @@ def show(name: str) -> str:
 
 
 def _refuse(archive: str | Path, name: str, why: str, *, what: str) -> ArchiveError:
-    return ArchiveError(f"member {show(name)} {why}", file=archive,
+    return ArchiveError(f"refusing member {show(name)}: it {why}", file=archive,
                         hint=f"this {what} cannot be trusted: {_DAMAGED} from its source")
 
 

@@ -3,15 +3,14 @@
 ``last-release-tag``: the greatest final-release tag (PEP 440, ``v1.2.3``) merged into HEAD.
 ``base-branch``: the remote's default branch (``origin/HEAD``, else ``origin/main`` or
 ``origin/master``). The project folder at that ref is exported with ``git archive`` (tracked
-files only, members checked before extraction) so it can be built like any project.
+files only, every member checked by xcompat.archives) so it can be built like any project.
 """
 
 from __future__ import annotations
 
 import io
 import subprocess
-import tarfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from xcompat.errors import InputError
 
@@ -77,18 +76,11 @@ def export_ref(project: Path, ref: str, dest: Path) -> Path:
                          file=str(project))
     if len(proc.stdout) > MAX_ARCHIVE_BYTES:
         raise InputError(f"the source at {ref} is larger than {MAX_ARCHIVE_BYTES >> 20} MiB", file=str(project))
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        members = tar.getmembers()
-        for member in members:
-            name = PurePosixPath(member.name)
-            if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir() or member.issym()):
-                raise InputError(f"git archive {ref}: refusing member {member.name!r}", file=str(project))
-            if member.issym() and (PurePosixPath(member.linkname).is_absolute() or ".." in PurePosixPath(member.linkname).parts):
-                raise InputError(f"git archive {ref}: refusing link {member.name!r} -> {member.linkname!r}",
-                                 file=str(project))
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, members=members, filter="data")
-        else:  # Python before 3.10.12 / 3.11.4: the members were checked above
-            tar.extractall(dest, members=members)
+    from xcompat.archives import extract_tar
+
+    # Through the member checks of xcompat.archives, into a fresh folder that replaces dest
+    # whole. A tracked symlink is written as a copy of what it names: the baseline build runs
+    # this tree's code anyway, and projects do track links (README.md -> docs/index.md).
+    extract_tar(None, dest, fileobj=io.BytesIO(proc.stdout), label=f"{project} (git archive {ref})",
+                what="source tree", links="copy", max_total=MAX_ARCHIVE_BYTES, if_exists="replace")
     return dest if rel == "." else dest / rel

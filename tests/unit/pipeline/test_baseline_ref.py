@@ -6,6 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from xcompat.errors import InputError
 from xcompat.pipeline.baseline_ref import export_ref, resolve_baseline_ref
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
@@ -57,3 +60,31 @@ def test_export_gives_the_project_folder_at_the_ref(tmp_path: Path):
     assert exported == tmp_path / "out" / "pkg"
     assert 'version = "1.0"' in (exported / "pyproject.toml").read_text()
     assert not (exported / "untracked.py").exists()
+
+
+def test_export_writes_a_tracked_symlink_as_a_copy_of_what_it_names(tmp_path: Path):
+    repo = _repo(tmp_path)
+    (repo / "pkg" / "docs").mkdir()
+    (repo / "pkg" / "docs" / "index.md").write_text("hello\n")
+    (repo / "pkg" / "README.md").symlink_to("docs/index.md")
+    (repo / "pkg" / "docs" / "pyproject.toml").symlink_to("../pyproject.toml")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two")
+    exported = export_ref(repo / "pkg", "HEAD", tmp_path / "out")
+    assert (exported / "README.md").read_text() == "hello\n"
+    assert (exported / "docs" / "pyproject.toml").read_text() == (exported / "pyproject.toml").read_text()
+    assert not [p for p in (tmp_path / "out").rglob("*") if p.is_symlink()]
+
+
+def test_export_refuses_a_tracked_symlink_out_of_the_tree_and_keeps_the_last_export(tmp_path: Path):
+    repo = _repo(tmp_path)
+    _git(repo, "tag", "v1.0.0")
+    (repo / "pkg" / "passwd").symlink_to("/etc/passwd")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two")
+    export_ref(repo / "pkg", "refs/tags/v1.0.0", tmp_path / "out")
+    with pytest.raises(InputError, match=r"refusing member 'pkg/passwd'") as info:
+        export_ref(repo / "pkg", "HEAD", tmp_path / "out")
+    assert info.value.exit_code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "repo"]  # no half-written folder beside it
+    assert (tmp_path / "out" / "pkg" / "pyproject.toml").is_file() and not (tmp_path / "out" / "pkg" / "passwd").exists()
