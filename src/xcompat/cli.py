@@ -101,7 +101,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         prog="xcompat",
         description="Cross-architecture compatibility CI for Python packages with native extensions.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage/input error, 3 verification failed, "
-        "4 external tool failed, 5 backend/tool unavailable, 130 interrupted.",
+        "4 external tool failed, 5 backend/tool unavailable, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM.",
     )
     parser.add_argument("--version", action="version", version=f"xcompat {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (repeatable)")
@@ -141,17 +141,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `xcompat matrix` alone: the group's help (its subcommands), not the top-level one.
         _group_parser(parser, getattr(args, "command", None)).print_help()
         return 2
+    from xcompat import interrupts
+
+    command = " ".join(w for w in (args.command, getattr(args, "subcommand", None)) if w)
+    with interrupts.handled():  # SIGTERM and SIGHUP end a command as Ctrl-C does
+        try:
+            return _execute(module, args, command)
+        except KeyboardInterrupt as exc:  # the signal came while the command's own error was reported
+            return _ended(exc, command)
+
+
+def _execute(module: str, args: argparse.Namespace, command: str) -> int:
     try:
         mod = importlib.import_module(module)
         return int(mod.execute(args) or 0)
-    except XcompatError as exc:
-        report_error(exc)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        report_error(Interrupted("interrupted; no partial results were written"))
-        return Interrupted.exit_code
+    except (XcompatError, KeyboardInterrupt) as exc:
+        return _ended(exc, command)
     except BrokenPipeError:
         return 0
+
+
+def _ended(exc: BaseException, command: str) -> int:
+    """Report how the command ended and return its exit code. One a signal stopped first ends
+    every process it started that still runs."""
+    from xcompat import interrupts
+    from xcompat.log import get_logger
+
+    signal_name = interrupts.received()
+    if isinstance(exc, XcompatError) and not isinstance(exc, Interrupted) and signal_name is None:
+        report_error(exc)
+        return exc.exit_code
+    if signal_name is not None:  # only then: a KeyboardInterrupt raised in code stops what its own code started
+        for process in interrupts.end_descendants():
+            get_logger().debug(f"xcompat {command}: ended process {process}, which it had started")
+    if not isinstance(exc, Interrupted) or exc.signal_name != (signal_name or Interrupted.signal_name):
+        # A KeyboardInterrupt that no command turned into its error, or an error the signal
+        # caused (a tool that the same signal ended): the signal is why the command stopped.
+        exc = interrupts.error("no partial results were written")
+    report_error(type(exc)(f"xcompat {command}: {exc.message}", hint=exc.hint, details=exc.details))
+    return exc.exit_code
 
 
 def _group_parser(parser: argparse.ArgumentParser, group: str | None) -> argparse.ArgumentParser:

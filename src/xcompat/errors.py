@@ -13,8 +13,15 @@ Exit codes (documented in README.md, "Exit codes"):
 3     signature or trust verification failed (incl. rollback)
 4     an external tool failed (build backend, auditwheel, compiler)
 5     a required backend, device or tool is not available
-130   interrupted (Ctrl-C); nothing half-written is left behind
+129   interrupted by SIGHUP (the terminal or SSH connection went away)
+130   interrupted by SIGINT (Ctrl-C)
+143   interrupted by SIGTERM (``timeout``, a CI job cancelled, a runner
+      shutting down)
 ====  ==============================================================
+
+An interrupted command leaves nothing half-written and no process it started running
+(``xcompat.interrupts``). 129, 130 and 143 are what a shell reports for a process those
+signals end (128 + the signal's number), so a caller sees the same code either way.
 """
 
 from __future__ import annotations
@@ -120,5 +127,33 @@ class UnavailableError(XcompatError):
 
 
 class Interrupted(XcompatError):
+    """Stopped by SIGINT (Ctrl-C), or by a ``KeyboardInterrupt`` no signal raised. Each
+    signal xcompat stops on has its class here, for its exit code; build one with
+    :func:`interrupted`."""
+
     exit_code = 130
     label = "interrupted"
+    signal_name = "SIGINT"
+
+
+class Terminated(Interrupted):
+    """Stopped by SIGTERM: ``timeout``, a CI job's cancellation, a runner shutting down."""
+
+    exit_code = 143
+    signal_name = "SIGTERM"
+
+
+class HungUp(Interrupted):
+    """Stopped by SIGHUP: the terminal or the SSH connection went away."""
+
+    exit_code = 129
+    signal_name = "SIGHUP"
+
+
+def interrupted(signal_name: str | None, what: str, *, where: str = "") -> Interrupted:
+    """The error of a command stopped by ``signal_name`` (None: a ``KeyboardInterrupt`` that
+    no signal raised, which ends the command as Ctrl-C does), ``where`` it was ("during the
+    build stage"), saying ``what`` became of its results."""
+    cls = next((c for c in (Terminated, HungUp) if c.signal_name == signal_name), Interrupted)
+    by = f" by {signal_name}" if signal_name else ""
+    return cls(f"interrupted{by}{' ' + where if where else ''}; {what}")

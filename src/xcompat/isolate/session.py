@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from xcompat.errors import Interrupted, UnavailableError, UsageError
+from xcompat import interrupts
+from xcompat.errors import UnavailableError, UsageError
 from xcompat.isolate.devices import DeviceSlot, cpu_slots, detect_accelerator, plan_slots
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import Isolation, RunResult, TestRecord
@@ -157,7 +158,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
     finally:
         runner.cleanup()
     if runner.interrupted:
-        raise Interrupted("interrupted; no results were written")
+        raise interrupts.error("no results were written")
     # never green when the session stopped early: what has no result is an error
     from xcompat.isolate.classify import records_without_result
 

@@ -16,6 +16,7 @@ session runs in the ``xcompat`` process itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,9 +25,11 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from xcompat import interrupts
 from xcompat.errors import Interrupted, XcompatError
 from xcompat.isolate import forking
 from xcompat.isolate.classify import describe_status, record_from_reports
@@ -121,21 +124,21 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
         pid = forking.fork()
         if pid == 0:  # the session process
             _session_child(run, result_path, recorder_path, collected_path)  # never returns
-        status, ctrl_c = _wait(pid)
+        status, signalled = _wait(pid)
         strays = collect_new_children(before) if subreaper else []
+        if signalled:  # the user's (or CI's) request to stop, whatever the session handed back
+            raise interrupts.error("no results were written")
         outcome = _read_result(result_path)
         cause = None
         if outcome is not None:
             kind, value = outcome
             if kind == "result":
                 return _with_strays(value, strays)
-            if ctrl_c or not isinstance(value, Interrupted):
+            if not isinstance(value, Interrupted):
                 raise value
-            # "interrupted" without a Ctrl-C: a test raised KeyboardInterrupt. That is the
-            # test's failure, not the user's request: record the run (below), do not abort it.
+            # "interrupted" while no signal reached xcompat: a test raised KeyboardInterrupt.
+            # That is the test's failure, not a request to stop: record the run (below).
             cause = TEST_INTERRUPT
-        elif ctrl_c and os.WIFEXITED(status) and os.WEXITSTATUS(status) == Interrupted.exit_code:
-            raise Interrupted("interrupted; no results were written")
         records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path,
                                         cause=cause)
         return _with_strays(
@@ -207,19 +210,29 @@ def _save_coverage() -> None:
 
 
 def _wait(pid: int) -> tuple[int, bool]:
-    """The session's wait status, and whether Ctrl-C reached this process meanwhile. Ctrl-C
-    reaches the session too (same process group): pytest there stops and hands back
-    "interrupted"; a second Ctrl-C kills it. A session that hands back "interrupted" while
-    no Ctrl-C came here was stopped by its tests (a test that raised KeyboardInterrupt)."""
+    """The session's wait status, and whether a signal stopped this process meanwhile (Ctrl-C,
+    SIGTERM, SIGHUP: ``xcompat.interrupts``). The session is then asked to stop as Ctrl-C asks
+    it, so pytest there runs its teardowns: a terminal's Ctrl-C reaches it anyway (same process
+    group), but ``kill`` and ``timeout`` signal this process alone. A session that has not
+    ended after ``GRACE_S`` is killed. A session that hands back "interrupted" while no signal
+    came here was stopped by its tests (a test that raised KeyboardInterrupt)."""
     try:
         return os.waitpid(pid, 0)[1], False
     except KeyboardInterrupt:
-        try:
-            return os.waitpid(pid, 0)[1], True
-        except KeyboardInterrupt:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise Interrupted("interrupted; no results were written") from None
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + interrupts.GRACE_S
+    try:
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status, True
+            time.sleep(0.02)
+    except KeyboardInterrupt:  # a second Ctrl-C, where xcompat.interrupts does not drop it (no CLI)
+        pass
+    os.kill(pid, signal.SIGKILL)
+    return os.waitpid(pid, 0)[1], True
 
 
 def _read_result(path: str) -> tuple[str, Any] | None:

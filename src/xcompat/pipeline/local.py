@@ -5,8 +5,9 @@ native build in one stage cannot take the others down), with its output captured
 ``logs/<stage>.log`` and its versioned JSON result written into a staging folder. A stage
 that fails does not stop the stages that don't depend on it, and its failure is in the
 report. The staging folder replaces the output folder only when the run completes; on
-Ctrl-C it is removed, so the output folder holds either the previous complete run or the
-new one, never a half-written mix.
+Ctrl-C, SIGTERM or SIGHUP (``xcompat.interrupts``) the running stage's processes are ended
+and the folder is removed, so the output folder holds either the previous complete run or
+the new one, never a half-written mix.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcompat.errors import InputError, Interrupted
+from xcompat import interrupts
+from xcompat.errors import InputError
 from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
 from xcompat.log import Logger
 from xcompat.pipeline.progress import StageProgress
@@ -92,6 +94,7 @@ class LocalPipeline:
         self.results: list[StageResult] = []
         self._child: subprocess.Popen[bytes] | None = None
         self._subreaper = False
+        self._before: set[int] = set()  # this process's children before the run
 
     # -- helpers -----------------------------------------------------------------
     def path(self, *parts: str) -> Path:
@@ -171,7 +174,11 @@ class LocalPipeline:
         if child is None or child.poll() is not None:
             return
         try:
-            os.killpg(child.pid, signal.SIGTERM)
+            # What a terminal's Ctrl-C does to its group (the stage's session is out of its
+            # reach), whatever signal stopped the run: the path xcompat and the tools in the
+            # group (pip, pytest) were written to clean up on. SIGTERM would end a tool there
+            # at once: an in-process pytest session without its teardowns.
+            os.killpg(child.pid, signal.SIGINT)
             child.wait(timeout=5)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             try:
@@ -190,29 +197,41 @@ class LocalPipeline:
             shutil.rmtree(self.stage_dir)
         self.stage_dir.mkdir(parents=True)
         progress = StageProgress(self.log, total=len(stages))
+        self._before = children()
         self._subreaper = become_subreaper()  # for the run only: see _end_leftovers
+        where = "before the first stage"
         try:
             with progress:
                 for name, fn in stages:
+                    where = f"during the {name} stage"
                     progress.start(name, current_cell() or "")
                     result = fn()
                     result.name = name
                     # the whole stage's time, whatever sub-steps it ran
                     result.elapsed = progress.finish(name, result.status, result.detail)
                     self.results.append(result)
+                    where = f"after the {name} stage"
         except KeyboardInterrupt:
-            self._kill_child()
-            shutil.rmtree(self.stage_dir, ignore_errors=True)
-            raise Interrupted(f"interrupted; {self.final} was left as it was") from None
+            self.abandon()
+            raise interrupts.error(f"{self.final} was left as it was", where=where) from None
         except BaseException:
-            self._kill_child()
-            shutil.rmtree(self.stage_dir, ignore_errors=True)
+            self.abandon()
             raise
         finally:
             if self._subreaper:
                 become_subreaper(False)
                 self._subreaper = False
         return self.results
+
+    def abandon(self) -> None:
+        """End the running stage and whatever the run left running, and remove the staging
+        folder: the output folder stays as it was."""
+        self._kill_child()
+        if self._subreaper:
+            # A process the interrupted cleanup could not reach through the stage's group:
+            # one in a session of its own, or the child of a command a stage ran in this process.
+            collect_new_children(self._before)
+        shutil.rmtree(self.stage_dir, ignore_errors=True)
 
     def publish(self) -> Path:
         """Move the completed staging folder into place (the previous run is replaced whole)."""

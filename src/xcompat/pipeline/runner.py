@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from xcompat import jsonio
+from xcompat import interrupts, jsonio
 from xcompat.errors import InputError, UsageError, VerificationError
 from xcompat.log import get_logger
 from xcompat.model import runner_arch, runner_platform
@@ -494,17 +494,26 @@ def run_pipeline(config: RunConfig) -> int:
     ]
     sequence = [(name, stages.guarded(name, fn)) for name, fn in sequence]
     results = pipe.execute(sequence, current_cell=lambda: stages.cell_id)
-    elapsed = time.monotonic() - start
-    summary = {
-        "version": RUN_VERSION,
-        "project": str(config.project),
-        "matrix": str(config.matrix),
-        "cell_id": stages.cell_id,
-        "elapsed_s": round(elapsed, 2),
-        "stages": [r.to_dict() for r in results],
-    }
-    jsonio.write_json(pipe.path("run.json"), summary, schema="run")
-    out = pipe.publish()
+    published = False
+    try:
+        elapsed = time.monotonic() - start
+        summary = {
+            "version": RUN_VERSION,
+            "project": str(config.project),
+            "matrix": str(config.matrix),
+            "cell_id": stages.cell_id,
+            "elapsed_s": round(elapsed, 2),
+            "stages": [r.to_dict() for r in results],
+        }
+        with interrupts.deferred():  # a signal now waits until the run is in place, whole
+            jsonio.write_json(pipe.path("run.json"), summary, schema="run")
+            out = pipe.publish()
+            published = True
+    except KeyboardInterrupt:
+        if published:  # the signal waited for the move into place: the run is complete
+            raise interrupts.error(f"the run had completed: {pipe.final}", where="after the last stage") from None
+        pipe.abandon()
+        raise interrupts.error(f"{pipe.final} was left as it was", where="after the last stage") from None
     _print_summary(log, out, results, stages, elapsed)
     return exit_code(results, getattr(stages, "report_object", None), log)
 
