@@ -187,15 +187,13 @@ class Logger:
         return True
 
     def set_output(self, name: str, value: str) -> bool:
-        """Write a step output to ``$GITHUB_OUTPUT`` (multi-line safe); False when not in Actions."""
+        """Write a step output to ``$GITHUB_OUTPUT`` (``xcompat.envfile``); False when not in Actions."""
         target = self.env.get("GITHUB_OUTPUT")
         if not target:
             return False
-        import uuid
+        from xcompat.envfile import OUTPUT_NAME, append, assignment
 
-        delimiter = f"xcompat_{uuid.uuid4().hex}"
-        with open(Path(target), "a", encoding="utf-8") as fh:
-            fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        append(Path(target), assignment(name, value, "github", names=OUTPUT_NAME))
         return True
 
 

@@ -103,7 +103,7 @@ def execute(args: argparse.Namespace) -> int:
             file=where,
         )
     document_out = settings.to_dict()
-    env_lines = settings.to_env()
+    cell_vars: list[tuple[str, str, str]] = []  # (NAME, value, what it is)
     if args.cell is not None:
         cell = next((c for c in cells if c.id == args.cell), None)
         if cell is None:
@@ -116,11 +116,11 @@ def execute(args: argparse.Namespace) -> int:
                                   for kind, req in stages.items()}
         from xcompat.results.required import is_required
 
-        env_lines += [
-            f"XCOMPAT_CELL={cell.id}",
-            f"XCOMPAT_CELL_REQUIRED={'true' if is_required(cell, settings) else 'false'}",
-            "XCOMPAT_REQUIRED_STAGES=" + json.dumps(sorted(k for k, r in stages.items() if r.required),
-                                                    separators=(",", ":")),
+        cell_vars = [
+            ("XCOMPAT_CELL", cell.id, "the cell id"),
+            ("XCOMPAT_CELL_REQUIRED", "true" if is_required(cell, settings) else "false", "required"),
+            ("XCOMPAT_REQUIRED_STAGES", json.dumps(sorted(k for k, r in stages.items() if r.required),
+                                                   separators=(",", ":")), "stages"),
         ]
     if args.format == "json":
         sys.stdout.write(json.dumps(document_out, indent=2, sort_keys=True) + "\n")
@@ -133,5 +133,12 @@ def execute(args: argparse.Namespace) -> int:
             raise InputError(f"a tests setting holds an empty or multi-line argument: {bad[0]!r}", file=where)
         sys.stdout.write("".join(a + "\n" for a in argv))
     else:
-        sys.stdout.write("".join(line + "\n" for line in env_lines))
+        from xcompat.envfile import assignments
+
+        # Every line is made (and checked) before one is printed: a refused value prints nothing,
+        # so `>> "$GITHUB_ENV"` never takes half of the variables.
+        text = "".join(line + "\n" for line in settings.to_env(source=where))
+        text += assignments([(n, v) for n, v, _ in cell_vars], "dotenv", source=where,
+                            what={n: w for n, _, w in cell_vars})
+        sys.stdout.write(text)
     return 0

@@ -147,6 +147,8 @@ _PATTERN_HINTS = {
     "gpu-archs": "CUDA archs look like sm_80, ROCm archs like gfx90a",
     "toolkits": 'write toolkit versions like "12.8" (CUDA) or "6.2" (ROCm)',
     "expires": "write the date as YYYY-MM-DD",
+    # the pattern is also an environment variable of every CI job: a line break would start another
+    "tag-pattern": 'write the tag pattern on one line, a shell-style glob like "v*"',
 }
 
 

@@ -12,7 +12,7 @@ Precedence, lowest to highest (docs/run.md, "Settings"):
 Command-line options default to "unset" (``None``), so an option the user did not give
 never wins over the matrix. ``Settings.value(key)`` answers by the matrix's own dotted key
 names (``tests.pytest-args``), ``to_env()`` gives ``XCOMPAT_TESTS_PYTEST_ARGS=["-x"]``
-lines (lists and mappings JSON-encoded) for CI jobs.
+lines (lists and mappings JSON-encoded; a value that spans lines is refused) for CI jobs.
 """
 
 from __future__ import annotations
@@ -109,16 +109,28 @@ class Settings:
             "settings": {key: self.value(key) for key in setting_keys()},
         }
 
-    def to_env(self) -> list[str]:
-        """``NAME=value`` lines for ``$GITHUB_ENV`` or a GitLab dotenv report."""
-        lines = []
+    def env_vars(self) -> list[tuple[str, str, str]]:
+        """``(NAME, value, setting key)`` of each setting as a CI variable: ``XCOMPAT_TESTS_TIMEOUT``,
+        ``120``, ``tests.timeout`` (lists and mappings JSON-encoded, so on one line)."""
+        out = []
         for key in setting_keys():
             value = self.value(key)
             name = "XCOMPAT_" + key.upper().replace(".", "_").replace("-", "_")
             text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-            lines.append(f"{name}={text}")
-        lines.append(f"XCOMPAT_MATRIX_SHA256={self.matrix_sha256 or ''}")
-        return lines
+            out.append((name, text, key))
+        out.append(("XCOMPAT_MATRIX_SHA256", self.matrix_sha256 or "", "matrix_sha256"))
+        return out
+
+    def to_env(self, *, source: str | Path | None = None) -> list[str]:
+        """``NAME=value`` lines for ``$GITHUB_ENV`` or a GitLab dotenv report (``xcompat.envfile``).
+
+        A value that spans lines (a ``gate.tag-pattern`` from a hand-made plan) is an
+        ``InputError`` naming ``source`` and the key: written raw, its second line would be
+        a variable of its own for every later step of the job."""
+        from xcompat.envfile import assignment
+
+        return [assignment(name, text, "dotenv", source=source, what=key).rstrip("\n")
+                for name, text, key in self.env_vars()]
 
 
 def _did_you_mean(key: str) -> str:
@@ -234,6 +246,11 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _one_line_glob(value: Any) -> bool:
+    # The tag pattern is also the CI variable XCOMPAT_GATE_TAG_PATTERN: a line break would start another.
+    return isinstance(value, str) and not any(c in value for c in "\n\r\0")
+
+
 def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     """The settings a plan carries (``xcompat matrix plan --format json``), checked field by field."""
     _expect(isinstance(document, dict), "$", "a plan object", type(document).__name__, source)
@@ -272,7 +289,7 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
         _expect(value is None or (_number(value) and 0 <= value <= 100), f"$.settings.coverage.{name}",
                 "a percentage or null", value, source)
     pattern = g.get("tag_pattern", d["gate.tag-pattern"])
-    _expect(isinstance(pattern, str), "$.settings.gate.tag_pattern", "a glob", pattern, source)
+    _expect(_one_line_glob(pattern), "$.settings.gate.tag_pattern", "a one-line glob", pattern, source)
     required_backends = g.get("required_backends", [])
     _expect(_strings(required_backends), "$.settings.gate.required_backends", "a list of backends",
             required_backends, source)
@@ -311,7 +328,7 @@ _DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
     "abi.extension-exports": (lambda v: v is None or _strings(v), "null or glob patterns"),
     "coverage.overall": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
     "coverage.diff": (lambda v: v is None or (_number(v) and 0 <= v <= 100), "a percentage or null"),
-    "gate.tag-pattern": (lambda v: isinstance(v, str), "a glob"),
+    "gate.tag-pattern": (_one_line_glob, "a one-line glob"),
     "gate.required-backends": (_strings, "a list of backends"),
 }
 
