@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError, XcompatError
-from xcompat.gate.results import Plan, StageResult, wheels_of
+from xcompat.gate.results import STAGE_KINDS, Plan, StageResult, wheels_of
 from xcompat.gate.versions import ReleaseStep
 from xcompat.results.status import BUMP_ORDER, bump_rank, severity
 from xcompat.settings import Settings
@@ -76,7 +76,16 @@ def check_cells(
         checks.append(CheckOutcome(
             name="results", passed=False,
             reason=f"got {verdict.misplaced[0]}{more}, expected each cell's results only in its own folder",
-            details={"misplaced": list(verdict.misplaced)},
+            details={"misplaced": list(verdict.misplaced), **({"refused": list(verdict.refused)}
+                                                             if verdict.refused else {})},
+        ))
+    elif verdict.refused:
+        # A result that cannot be read is no evidence, whichever cell it was for (or none).
+        more = f" (+{len(verdict.refused) - 1} more)" if len(verdict.refused) > 1 else ""
+        checks.append(CheckOutcome(
+            name="results", passed=False,
+            reason=f"got result refused: {verdict.refused[0]}{more}, expected every result file to read and check",
+            details={"refused": list(verdict.refused)},
         ))
     verdicts: list[CellVerdict] = []
     planned_ids = {c["id"] for c in specs}
@@ -84,7 +93,9 @@ def check_cells(
         if cell.id not in planned_ids:
             continue
         items = [s.result for s in cell.stages]
-        verdicts.append(CellVerdict(id=cell.id, required=cell.required, status=cell.status, kinds=cell.kinds))
+        # gate.json names stage kinds only; a refused result of no known kind is in the "results" check
+        kinds = tuple(k for k in cell.kinds if k in STAGE_KINDS)
+        verdicts.append(CellVerdict(id=cell.id, required=cell.required, status=cell.status, kinds=kinds))
         if not cell.required:
             continue
         name = f"cell:{cell.id}"

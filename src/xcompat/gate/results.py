@@ -127,8 +127,9 @@ def wheels_of(result: StageResult) -> tuple[RecordedWheel, ...]:
 def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
     """Every per-cell stage result under ``folders`` (searched recursively, e.g. downloaded artifacts).
 
-    Read by ``xcompat.results.load_results``: a JSON file that does not parse is an error,
-    not something to skip; a truncated result must never read as "no result".
+    Read by ``xcompat.results.load_results``: a result file that does not read, parse or check
+    is refused, never skipped; its stand-in (a failed result, ``StageResult.refused``) is kept
+    whatever its kind, so a truncated result never reads as "no result".
     """
     from xcompat.results.collect import load_results as collect
 
@@ -137,4 +138,4 @@ def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
         if not folder.is_dir():
             raise InputError("results folder not found", file=folder, hint="download the stage artifacts there first")
     loaded = collect(paths)
-    return tuple(r for r in loaded.results if r.kind in STAGE_KINDS)
+    return tuple(r for r in loaded.results if r.kind in STAGE_KINDS or r.refused)

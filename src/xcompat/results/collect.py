@@ -5,8 +5,16 @@ Folders are searched recursively; hidden folders and tool state (``.git``,
 a stage result (a run's own ``report.json``, ``verify.json``, ``run.json``, a coverage.py
 ``coverage.json``) is skipped and listed, so the report can say so; a ``plan.json`` is
 taken as the plan and a run's ``settings.json`` as its resolved settings. A file named
-explicitly must be a result (or the plan). Malformed JSON is an input error naming the
-file, line and column: a truncated result must never read as "no result".
+explicitly must be a result (or the plan): one that does not parse, or whose fields do not
+check (``parse_envelope``), is an input error naming the file, the line and column or the
+JSON path, and what to do.
+
+In a folder (a run's output, downloaded artifacts, a report bundle) one bad result must not
+silence the others: a result file that does not read, parse or check is *refused*. It is
+replaced by a failed result saying ``result refused: FILE: why``, for the cell it names (when
+that much of it is readable) or the cell whose folder it lies in (``judge``), so the refusal
+is red where the result would have counted, and everything else is still reported. A
+truncated result never reads as "no result".
 """
 
 from __future__ import annotations
@@ -20,7 +28,15 @@ from typing import Any
 from xcompat.errors import InputError
 from xcompat.limits import LIMITS, MiB
 from xcompat.model import cell_id_problem
-from xcompat.results.envelope import StageResult, looks_like_result, parse_envelope
+from xcompat.results.envelope import (
+    KIND_PATTERN,
+    NOT_RESULTS,
+    RESULT_HINT,
+    RESULT_VERSION,
+    StageResult,
+    looks_like_result,
+    parse_envelope,
+)
 
 # A stage result is small; a bigger JSON file in a results folder is not one and is not read.
 MAX_RESULT_BYTES = LIMITS.json_bytes
@@ -90,6 +106,40 @@ def _read(path: Path) -> Any:
     return read_json(path)
 
 
+def _explicit(err: InputError) -> InputError:
+    """A file named on the command line: its error, with what to do about it."""
+    if err.hint:
+        return err
+    return InputError(err.message, file=err.file, line=err.line, column=err.column, hint=RESULT_HINT)
+
+
+# A refusal is shown in a table cell and a log line: its reason is kept short.
+_REFUSAL_CHARS = 300
+
+
+def refused_result(source: str, err: InputError, document: Any = None) -> StageResult:
+    """The failed result that stands in for a refused file: its kind and cell when the document
+    says them in a form that checks, else ``result`` and no cell (``judge`` then gives it to the
+    cell whose folder it lies in)."""
+    raw = document if isinstance(document, dict) else {}
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or not KIND_PATTERN.fullmatch(kind) or kind in NOT_RESULTS:
+        kind = "result"
+    cell = raw.get("cell_id")
+    if not isinstance(cell, str) or cell_id_problem(cell):
+        cell = None
+    why = " ".join(err.message.split())
+    if len(why) > _REFUSAL_CHARS:
+        why = why[: _REFUSAL_CHARS - 3] + "..."
+    refusal = f"{err.location() or source}: {why}"
+    summary = f"result refused: {refusal}"
+    # data is a well-formed failed result itself: a report bundle written from these results
+    # and read again (the workflow_run stage) still has the refusal, red, for the same cell.
+    data = {"version": RESULT_VERSION, "kind": kind, "cell_id": cell, "status": "failed", "summary": summary}
+    return StageResult(kind=kind, cell_id=cell, status="failed", summary=summary, source=source, data=data,
+                       refused=refusal)
+
+
 def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = None) -> LoadedResults:
     """Every stage result under ``paths``; a plan and a run's settings found among them are kept."""
     results: list[StageResult] = []
@@ -113,8 +163,8 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                 try:
                     size = file.stat().st_size
                 except OSError as exc:  # a dangling or looping symlink in a downloaded bundle
-                    raise InputError(f"cannot read ({exc.strerror})", file=file,
-                                     hint="a result file must be a readable regular file") from None
+                    results.append(refused_result(str(file), InputError(f"cannot read ({exc.strerror})", file=file)))
+                    continue
                 if size > MAX_RESULT_BYTES:
                     skipped.append(str(file))
                     continue
@@ -125,7 +175,11 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                         f"more than {LIMITS.result_files} result files or {LIMITS.result_total_bytes // MiB} MiB "
                         "of results under this folder",
                         file=path, hint="pass the folder of one run's results (limits: docs/trust-boundary.md)")
-                document = _read(file)
+                try:
+                    document = _read(file)
+                except InputError as err:  # unreadable, not JSON, truncated, too deep
+                    results.append(refused_result(str(file), err))
+                    continue
                 if is_plan(document):
                     if plan is None:
                         plan, plan_source = check_plan(document, str(file)), str(file)
@@ -135,7 +189,10 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                     if settings is None:
                         settings, settings_source = document, str(file)
                 elif looks_like_result(document):
-                    results.append(parse_envelope(document, str(file)))
+                    try:
+                        results.append(parse_envelope(document, str(file)))
+                    except InputError as err:
+                        results.append(refused_result(str(file), err, document))
                 else:
                     skipped.append(str(file))
         elif path.is_file():
@@ -143,13 +200,16 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
             if resolved in seen:
                 continue
             seen.add(resolved)
-            document = _read(path)
+            try:
+                document = _read(path)
+            except InputError as err:
+                raise _explicit(err) from None
             if is_plan(document) and plan is None:
                 plan, plan_source = check_plan(document, str(path)), str(path)
             elif is_settings(document) and settings is None:
                 settings, settings_source = document, str(path)
             else:
-                results.append(parse_envelope(document, str(path)))
+                results.append(parse_envelope(document, str(path)))  # its errors say what to do
         else:
             raise InputError("no such file or folder", file=path, hint="pass result files or the folder holding them")
     return LoadedResults(results=tuple(results), skipped_files=tuple(skipped), plan=plan, plan_source=plan_source,

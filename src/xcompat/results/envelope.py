@@ -4,14 +4,22 @@ Every result a stage writes carries ``version`` (1), ``kind``, ``cell_id`` (stri
 null), ``status`` (``passed failed crashed skipped fallback``) and ``summary``; the
 stage's own fields follow (``schemas/<kind>.schema.json``). A value of the wrong type is
 an ``InputError`` naming the file and the JSON path, never a guess.
+
+``parse_envelope`` checks the envelope and then every field the readers of the kind use
+(``xcompat.results.kinds.check_fields``) before anything is derived from them, so no
+consumer (report, gate, run) ever meets a field of the wrong type. A ``kind`` is a short
+lower-case word and a ``cell_id`` is in the cell id character set (``xcompat.model``):
+both end up in file names, job names and logs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.model import cell_id_problem
 from xcompat.results.status import STAGE_STATUSES, severity, test_stage_status
 
 RESULT_VERSION = 1
@@ -19,6 +27,10 @@ RESULT_VERSION = 1
 STAGE_KINDS = frozenset({"build", "kernels", "test", "probe", "abi", "coverage"})
 # Documents with a version and kind that are not stage results: a run's own outputs.
 NOT_RESULTS = frozenset({"report", "settings", "plan", "run", "verify", "gate"})
+KIND_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+# What to do about a result that is refused (an explicit file's one-line error says it).
+RESULT_HINT = ("results are written by the xcompat stage commands, all of one xcompat version; "
+               "rerun the stage that wrote it, or remove the file")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,49 +43,76 @@ class StageResult:
     summary: str
     source: str
     data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # "FILE: why" when the file was refused (``xcompat.results.collect``): this result stands
+    # in for it, failed, so the refusal is counted where the result would have been.
+    refused: str = ""
 
 
 def looks_like_result(document: Any) -> bool:
-    """A stage result: an object with ``version``, a ``kind`` that is not a run's own output, and ``status``."""
+    """Meant as a stage result: an object with ``version`` and ``status`` whose ``kind`` is not
+    a run's own output. A ``kind`` that is missing or not a string still counts (and is then
+    refused by ``parse_envelope``): it is a broken result, not some other JSON file."""
+    kind = document.get("kind") if isinstance(document, dict) else None
     return (
         isinstance(document, dict)
         and "version" in document
-        and isinstance(document.get("kind"), str)
-        and document["kind"] not in NOT_RESULTS
         and "status" in document
+        and not (isinstance(kind, str) and kind in NOT_RESULTS)
     )
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def parse_envelope(document: Any, source: str) -> StageResult:
+    """The envelope of one result document, after every field its kind's readers use is checked."""
     if not isinstance(document, dict):
-        raise InputError("expected a JSON object (a stage result)", file=source)
+        raise InputError("expected a JSON object (a stage result)", file=source, hint=RESULT_HINT)
     version = document.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version != RESULT_VERSION:
         raise InputError(
-            f"unsupported result version {version!r}", file=source,
+            f"unsupported result version {_shown(version)}", file=source,
             hint="this xcompat reads version 1 results; use the same xcompat version for every stage",
         )
     kind = document.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise InputError('$.kind: "kind" must be a non-empty string', file=source)
+        raise InputError(f'$.kind: "kind" must be a non-empty string, got {_shown(kind)}', file=source,
+                         hint=RESULT_HINT)
+    if not KIND_PATTERN.fullmatch(kind):
+        raise InputError(f"$.kind: {_shown(kind)} is not a result kind (lower-case letters, digits, - and _)",
+                         file=source, hint=RESULT_HINT)
     cell_id = document.get("cell_id")
     if cell_id is not None and (not isinstance(cell_id, str) or not cell_id):
-        raise InputError('$.cell_id: "cell_id" must be a string or null (and not empty)', file=source)
+        raise InputError('$.cell_id: "cell_id" must be a string or null (and not empty), got '
+                         f"{_shown(cell_id)}", file=source, hint=RESULT_HINT)
+    problem = cell_id_problem(cell_id) if cell_id is not None else None
+    if problem:
+        raise InputError(f"$.cell_id: {problem}", file=source, hint=RESULT_HINT)
     status = document.get("status")
-    if status not in STAGE_STATUSES:
+    if not isinstance(status, str) or status not in STAGE_STATUSES:
         what = "is not one of" if isinstance(status, str) else '"status" must be a string, one of'
-        raise InputError(f"$.status: {status!r} {what} {', '.join(STAGE_STATUSES)}", file=source)
+        raise InputError(f"$.status: {_shown(status)} {what} {', '.join(STAGE_STATUSES)}", file=source,
+                         hint=RESULT_HINT)
     summary = document.get("summary", "")
     if not isinstance(summary, str):
-        raise InputError("$.summary: expected a string", file=source)
+        raise InputError(f"$.summary: expected a string, got {_shown(summary)}", file=source, hint=RESULT_HINT)
     summary = " ".join(summary.split())
+    result = StageResult(kind=kind, cell_id=cell_id, status=status, summary=summary, source=source, data=document)
+    from xcompat.results.kinds import check_fields
+
+    try:
+        check_fields(result)
+    except InputError as err:
+        raise InputError(err.message, file=source, hint=err.hint or RESULT_HINT) from None
     found = _status_of_items(kind, document)
     if found is not None and severity(found) > severity(status):
         # The items decide: a result whose status says more than its own tests or kernels do
         # (a stage's bug, or a bundle edited by hand) is never greener than they are.
         summary = f"its status says {status}, but its {_ITEMS[kind]} say {found}" + (f"; {summary}" if summary else "")
-        status = found
-    return StageResult(kind=kind, cell_id=cell_id, status=status, summary=summary, source=source, data=document)
+        result = replace(result, status=found, summary=summary)
+    return result
 
 
 _ITEMS = {"test": "tests", "kernels": "kernels", "abi": "gating findings"}
@@ -82,8 +121,8 @@ _ITEMS = {"test": "tests", "kernels": "kernels", "abi": "gating findings"}
 def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
     """The status a ``test`` or ``kernels`` result's own items give (as ``xcompat test`` and
     ``xcompat kernels`` derive it), or an ``abi`` result's count of gating findings; None when
-    there is nothing to derive it from. Items that are not well-formed are left to
-    ``xcompat.results.kinds``, which names them."""
+    there is nothing to derive it from. Runs after ``check_fields``; an item that is still not
+    a string where one is expected (a caller that skipped the check) is ignored, never hashed."""
     if kind == "abi":
         gating = document.get("gating")
         return "failed" if isinstance(gating, int) and not isinstance(gating, bool) and gating > 0 else None
@@ -91,7 +130,7 @@ def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
     if not isinstance(items, list):
         return None
     key = "outcome" if kind == "test" else "status"
-    seen = {item.get(key) for item in items if isinstance(item, dict)}
+    seen = {item.get(key) for item in items if isinstance(item, dict) and isinstance(item.get(key), str)}
     if kind == "test":
         found = test_stage_status(o for o in seen if isinstance(o, str))
         return None if found == "passed" else found

@@ -415,3 +415,32 @@ def abi_versions(result: StageResult) -> AbiVersions:
         if raw is not None:
             versions[side] = _str(result, _obj(result, raw, f"$.{side}"), "version", f"$.{side}") or None
     return AbiVersions(actual_bump=actual, old_version=versions["old"], new_version=versions["new"])
+
+
+# -- every field at once, where results are loaded -------------------------------------------------
+
+
+def _abi_fields(result: StageResult) -> None:
+    # ``gating`` is not read here: the envelope counts it only when it is an integer.
+    abi_required_bump(result)
+    abi_findings(result)
+    abi_versions(result)
+
+
+_CHECKS = {
+    "test": (test_cases,),
+    "kernels": (kernel_results,),
+    "abi": (_abi_fields,),
+    "build": (build_cells, build_wheels, build_errors),
+    "coverage": (coverage_data,),
+    "probe": (probe_frameworks,),
+}
+
+
+def check_fields(result: StageResult) -> None:
+    """Read every field the readers above give of ``result``'s kind: a field of the wrong type
+    is an ``InputError`` naming its JSON path here, where the result is loaded, rather than in
+    whichever consumer (report, gate, run) would have read it first. Kinds without a reader are
+    shown by their envelope alone."""
+    for read in _CHECKS.get(result.kind, ()):
+        read(result)

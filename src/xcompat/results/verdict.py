@@ -17,13 +17,16 @@
 * a result that names another cell, or no cell (a run-level ABI diff or merged coverage),
   but lies in a cell's folder (``<cell>/`` or a CI artifact ``xcompat-results-<cell>-<stage>/``)
   is not counted and makes the verdict red: a cell's job, which runs the project's code, may
-  report only its own cell (``owning_cell``).
+  report only its own cell (``owning_cell``);
+* a result file that was refused (it did not read, parse or check: ``xcompat.results.collect``)
+  is a failed result saying ``result refused: FILE: why``, counted for the cell whose folder
+  it lies in, else the cell it names, else the run; the verdict is red.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any, Literal
 
@@ -71,6 +74,7 @@ class Verdict:
     warnings: tuple[str, ...]
     conclusion: Conclusion
     misplaced: tuple[str, ...] = ()  # results for another cell found in a cell's folder (also in problems)
+    refused: tuple[str, ...] = ()  # "FILE: why" of each result file that was refused (also in problems)
 
     @property
     def green(self) -> bool:
@@ -134,9 +138,16 @@ def judge(
     global_results: list[StageResult] = []
     planned_ids = {str(spec["id"]) for spec in plan_cells or ()}
     misplaced: list[str] = []
+    refused: list[str] = []
     for result in all_results:
         owner = owning_cell(result.source, planned_ids) if planned_ids and result.source else None
-        if owner is not None and result.cell_id != owner:
+        if result.refused:
+            refused.append(result.refused)
+            # Red where it would have counted: the job whose folder it came in wrote it.
+            cell = owner or result.cell_id
+            if cell != result.cell_id:
+                result = replace(result, cell_id=cell, data={**result.data, "cell_id": cell})
+        elif owner is not None and result.cell_id != owner:
             what = (f"a run-level {result.kind} result (for no cell)" if result.cell_id is None
                     else f"a {result.kind} result for cell {result.cell_id}")
             misplaced.append(f"{result.source}: {what} in the folder of cell {owner}; a cell's job may report "
@@ -201,6 +212,10 @@ def judge(
         if result.status in RED_GLOBAL:
             problems.append(f"{result.kind}: {result.status}" + (f" ({result.summary})" if result.summary else ""))
 
+    for refusal in refused:
+        if not any(refusal in p for p in problems):  # an optional cell's, or hidden by a worse result
+            problems.append(f"result refused: {refusal}")
+
     conclusion: Conclusion
     if problems:
         conclusion = "failure"
@@ -209,4 +224,5 @@ def judge(
     else:
         conclusion = "success"
     return Verdict(cells=tuple(cells), global_results=tuple(global_results), problems=tuple(problems),
-                   warnings=tuple(warnings), conclusion=conclusion, misplaced=tuple(misplaced))
+                   warnings=tuple(warnings), conclusion=conclusion, misplaced=tuple(misplaced),
+                   refused=tuple(refused))

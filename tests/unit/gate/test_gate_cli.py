@@ -171,6 +171,24 @@ def test_plan_without_required_cells_is_refused(release: Repo) -> None:
         (lambda p: write(p / "results" / CELLS[0] / "test.json", {**envelope("test", CELLS[0], "passed"),
                                                                   "version": 2}),
          "unsupported result version 2"),
+    ],
+)
+def test_a_malformed_result_is_refused_red_and_the_rest_is_judged(release: Repo, mutate, message: str) -> None:
+    """A result in the results folder that does not parse or check stops nothing: its cell is red
+    with the refusal, the other cells and checks are judged, gate.json is written."""
+    mutate(release.path)
+    rc, out, doc = run_gate(release.path, *FULL)
+    assert rc == 1 and "Traceback" not in out, out
+    checks = checks_by_name(doc)
+    assert checks["results"]["passed"] is False and message in checks["results"]["reason"]
+    cell = checks[f"cell:{CELLS[0]}"]
+    assert cell["passed"] is False and "result refused: " in cell["reason"] and message in cell["reason"]
+    assert checks[f"cell:{CELLS[1]}"]["passed"] is True and checks["version-bump"]["passed"] is True
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
         (lambda p: write(p / "abi.json", {"version": 1, "required_bump": "breaking"}),
          "$.required_bump: got 'breaking'"),
         (lambda p: write(p / "plan.json", {"version": 1, "cells": [{"required": True}]}),
