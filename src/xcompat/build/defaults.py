@@ -38,6 +38,11 @@ DELOCATE_EXCLUDES: tuple[str, ...] = ("libtorch", "libc10", "libshm", "libomp")
 # Build requirements that must come from the runner, never from a fresh download:
 # an isolated build would fetch the newest (multi-GB) release, not the one under test.
 RUNNER_FRAMEWORKS: frozenset[str] = frozenset({"torch", "jax", "jaxlib", "tensorflow", "paddlepaddle", "mlx"})
+# Their import names: a setup.py importing one builds against the runner's, like a build requirement.
+FRAMEWORK_MODULES: MappingProxyType[str, str] = MappingProxyType({
+    "torch": "torch", "jax": "jax", "jaxlib": "jaxlib", "tensorflow": "tensorflow", "paddle": "paddlepaddle",
+    "mlx": "mlx",
+})
 
 # Linux policy used for ``auditwheel repair --plat`` when the cell names none.
 DEFAULT_LINUX_POLICY = "auto"

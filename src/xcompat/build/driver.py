@@ -13,11 +13,10 @@ from typing import Any, Literal
 from xcompat import jsonio
 from xcompat.build.native import (
     NativeOptions,
+    build_frameworks,
     build_native,
-    build_requirements,
     check_project,
     installed_version,
-    runner_frameworks,
     tool_versions,
 )
 from xcompat.build.record import BUILD_JSON, audit_built_wheel, build_document
@@ -125,7 +124,7 @@ def build_project(
     errors: list[dict[str, Any]] = []
     first_error: XcompatError | None = None
     groups: dict[tuple[Any, ...], list[Cell]] = {}
-    frameworks = runner_frameworks(build_requirements(project), source=project / "pyproject.toml")
+    frameworks = build_frameworks(project).names
     for cell in cells or []:
         mismatch = framework_mismatch(cell, frameworks, settings.native.python)
         if mismatch:
@@ -167,8 +166,8 @@ def build_project(
             for extra in ids[1:]:
                 wheels.append({**entry, "cell_id": extra})
         if built:
-            isolation = built[0].isolation.reason
-            log.info(f"built {', '.join(e['file'] for e in entries)} ({isolation})")
+            log.info(f"built {', '.join(e['file'] for e in entries)} ({built[0].isolation.reason}; "
+                     f"{built[0].toolchain})")
     document = build_document(
         project=project,
         backend="native",
@@ -178,7 +177,7 @@ def build_project(
         seconds=time.monotonic() - start,
         tools=tool_versions(),
         settings={"isolation": settings.native.isolation, "repair": settings.native.repair,
-                  "excludes": list(settings.native.excludes)},
+                  "excludes": list(settings.native.excludes), "device": settings.native.device},
     )
     jsonio.write_json(out_dir / BUILD_JSON, document, schema="build")
     if first_error is not None:

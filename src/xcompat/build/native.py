@@ -37,6 +37,9 @@ class NativeOptions:
     python: str = field(default_factory=lambda: sys.executable)
     config_settings: tuple[str, ...] = ()  # KEY=VALUE, passed to the build backend
     env: Mapping[str, str] | None = None  # base environment (default: os.environ)
+    # Device backend of a build for no cell (a cell's own backend wins); None: the backend of
+    # the torch the project builds against, if it builds against torch.
+    device: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +62,7 @@ class BuiltWheel:
     log: Path
     isolation: IsolationChoice
     ccache: bool
+    toolchain: str = ""  # what the device backend did to the build's environment
 
 
 # -- project --------------------------------------------------------------------------
@@ -106,6 +110,44 @@ def runner_frameworks(requirements: Sequence[str], *, source: Path | None = None
     return tuple(sorted(names & D.RUNNER_FRAMEWORKS))
 
 
+def setup_py_frameworks(project: Path) -> tuple[str, ...]:
+    """The runner frameworks ``setup.py`` imports (``import torch``, ``from torch.utils...``),
+    read with ``ast``, never run. A setup.py that imports torch builds against an installed
+    torch whatever its build requirements say: its maintainers build it without isolation."""
+    import ast
+
+    path = project / "setup.py"
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+    return tuple(sorted({D.FRAMEWORK_MODULES[m] for m in modules if m in D.FRAMEWORK_MODULES}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildFrameworks:
+    """The runner frameworks a project builds against, and what says so."""
+
+    required: tuple[str, ...]  # named in [build-system] requires
+    imported: tuple[str, ...]  # imported by setup.py and not required
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.required, *self.imported}))
+
+
+def build_frameworks(project: Path) -> BuildFrameworks:
+    required = runner_frameworks(build_requirements(project), source=project / "pyproject.toml")
+    imported = tuple(n for n in setup_py_frameworks(project) if n not in required)
+    return BuildFrameworks(required=required, imported=imported)
+
+
 def installed_version(python: str, name: str) -> str | None:
     """Version of distribution ``name`` in the environment of interpreter ``python``."""
     if Path(python).resolve() == Path(sys.executable).resolve():
@@ -127,28 +169,34 @@ def installed_version(python: str, name: str) -> str | None:
 def choose_isolation(project: Path, mode: Isolation, python: str) -> IsolationChoice:
     """Decide whether ``python -m build`` runs isolated.
 
-    ``auto``: when a build requirement is a framework the runner provides (torch, jax,
-    ...), build without isolation against the installed one: an isolated build would
-    download the newest framework release, not the one under test. ``on`` with such a
-    framework installed pins it to the installed version through PIP_CONSTRAINT.
+    ``auto``: when the project builds against a framework the runner provides (torch, jax,
+    ...; named in its build requirements, or imported by its setup.py), build without
+    isolation against the installed one: an isolated build would download the newest
+    framework release, not the one under test, or (a setup.py importing torch with no
+    torch in its build requirements) fail without it. ``on`` with such a framework
+    installed pins it to the installed version through PIP_CONSTRAINT.
     """
-    frameworks = runner_frameworks(build_requirements(project), source=project / "pyproject.toml")
+    found = build_frameworks(project)
     if mode == "off":
         return IsolationChoice(isolated=False, reason="isolation switched off")
-    pins = tuple(
-        f"{name}=={version}" for name in frameworks if (version := installed_version(python, name)) is not None
-    )
+    installed = {name: version for name in found.names if (version := installed_version(python, name)) is not None}
+    pins = tuple(f"{name}=={version}" for name, version in installed.items())
     if mode == "on":
         reason = "isolated" + (f"; {', '.join(pins)} pinned to the runner's version" if pins else "")
         return IsolationChoice(isolated=True, reason=reason, constraints=pins)
-    if frameworks:
-        missing = [n for n in frameworks if not any(p.startswith(f"{n}==") for p in pins)]
-        if missing:
-            raise UnavailableError(
-                f"build requires {', '.join(missing)}, which is not installed for {python}",
-                hint="install the framework version under test first, or pass --isolation on",
-            )
-        return IsolationChoice(isolated=False, reason=f"not isolated: builds against the runner's {', '.join(pins)}")
+    missing = [n for n in found.required if n not in installed]
+    if missing:
+        raise UnavailableError(
+            f"build requires {', '.join(missing)}, which is not installed for {python}",
+            hint="install the framework version under test first, or pass --isolation on",
+        )
+    if installed:
+        imported = [n for n in found.imported if n in installed]
+        why = f" (setup.py imports {', '.join(imported)})" if imported else ""
+        return IsolationChoice(isolated=False,
+                               reason=f"not isolated: builds against the runner's {', '.join(pins)}{why}")
+    # A setup.py that imports a framework this runner lacks: maybe only to add an optional
+    # extension; an isolated build says what is missing.
     return IsolationChoice(isolated=True, reason="isolated")
 
 
@@ -188,6 +236,22 @@ def cell_build_env(cell: Cell | None) -> dict[str, str]:
     return {}
 
 
+def device_backend(cell: Cell | None, options: NativeOptions, project: Path) -> tuple[str | None, str]:
+    """(the device backend a build is for, why): the cell's; for no cell, ``options.device``,
+    else the backend of the torch the project builds against; else None (no backend decides)."""
+    if cell is not None:
+        return cell.backend, f"device backend {cell.backend} (the cell's)"
+    if options.device is not None:
+        return options.device, f"device backend {options.device} (asked for)"
+    if "torch" in build_frameworks(project).names:
+        from xcompat.build.toolchain import torch_backend
+
+        found = torch_backend(options.python)
+        if found is not None:
+            return found, f"device backend {found} (the installed torch's)"
+    return None, "no device backend: the build environment as it is"
+
+
 def repair_platform(cell: Cell | None, platform: str = sys.platform) -> str | None:
     """``auditwheel repair --plat`` for a cell (None: auditwheel picks the best policy)."""
     if cell is None or not cell.policy or not platform.startswith("linux"):
@@ -212,23 +276,45 @@ def build_native(
     Raises ``ToolError`` naming the cell, with the last lines of the build log, when the
     build or repair fails; ``UnavailableError`` when a required tool is missing.
     """
+    from xcompat.build.sources import copy_sources
+    from xcompat.build.toolchain import toolchain_for
+
     options = options or NativeOptions()
     project = check_project(project).resolve()
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     log = get_logger()
-    env = tool_env(options.env)
-    env.update(cell_build_env(cell))
-    ccache = ccache_env(env, enabled=options.ccache)
-    env.update(ccache)
     label = cell.id if cell is not None else "native"
     log_path = out_dir / "logs" / f"{label}.log"
     if log_path.exists():
         log_path.unlink()
     isolation = choose_isolation(project, options.isolation, options.python)
     log.debug(f"{label}: {isolation.reason}")
+    backend, backend_reason = device_backend(cell, options, project)
 
     with tempfile.TemporaryDirectory(prefix=".xcompat-build-", dir=out_dir) as tmp:
+        # The build runs in a private copy: the checkout's build/ and egg-info are neither
+        # read as build output nor written.
+        source = copy_sources(project, Path(tmp) / "src" / project.name, exclude=[out_dir])
+        env = tool_env(options.env)
+        toolchain = toolchain_for(backend, env, Path(tmp) / "toolchain",
+                                  toolkit=cell.toolkit if cell is not None else None)
+        if toolchain is not None:
+            env = toolchain.env
+        env.update(cell_build_env(cell))
+        ccache = ccache_env(env, enabled=options.ccache)
+        if ccache:
+            # Each build has a fresh copy: paths relative to it, and no working directory in
+            # the hash, let ccache reuse objects across builds.
+            ccache.update({k: v for k, v in (("CCACHE_BASEDIR", str(source)), ("CCACHE_NOHASHDIR", "1"))
+                           if k not in env})
+        env.update(ccache)
+        summary = f"{backend_reason}; {toolchain.summary}" if toolchain is not None else backend_reason
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "a", encoding="utf-8") as fh:
+            fh.write(f"# xcompat: sources of {project} copied to {source}\n# xcompat: {isolation.reason}\n"
+                     f"# xcompat: {summary}\n")
+        log.debug(f"{label}: {summary}")
         raw_dir = Path(tmp) / "raw"
         fixed_dir = Path(tmp) / "repaired"
         fixed_dir.mkdir()
@@ -241,10 +327,10 @@ def build_native(
             env["PIP_CONSTRAINT"] = str(constraints)
             env["UV_CONSTRAINT"] = str(constraints)
         argv += [f"--config-setting={setting}" for setting in options.config_settings]
-        argv.append(str(project))
+        argv.append(str(source))
         start = time.monotonic()
         with log.group(f"build {label}"):
-            run_tool(argv, what="python -m build", cell_id=cell.id if cell else None, cwd=project, env=env,
+            run_tool(argv, what="python -m build", cell_id=cell.id if cell else None, cwd=source, env=env,
                      log=log_path)
         build_seconds = time.monotonic() - start
         raw_wheels = sorted(raw_dir.glob("*.whl"))
@@ -261,7 +347,7 @@ def build_native(
                 results.append(BuiltWheel(
                     path=final, cell_id=cell.id if cell else None, build_seconds=build_seconds / len(raw_wheels),
                     repair_seconds=repair_seconds, repair_tool=tool, excluded=excluded, log=log_path,
-                    isolation=isolation, ccache=bool(ccache),
+                    isolation=isolation, ccache=bool(ccache), toolchain=summary,
                 ))
     return results
 

@@ -4,6 +4,7 @@ turns a failure into a ``ToolError`` that names the cell and shows the log's las
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,30 @@ def tail(text: str, lines: int = LOG_TAIL_LINES) -> list[str]:
     return [line for line in text.rstrip().splitlines()[-lines:]]
 
 
+# A line that states an error: a compiler's "error:"/"fatal error:", a Python exception
+# ("OSError: ...", "ModuleNotFoundError: ..."), a CMake/Meson "Error:"/"ERROR:".
+_ERROR_LINE = re.compile(r"(?:\b(?:fatal )?error\b|\b[A-Za-z_.]*(?:Error|Exception))\s*:", re.IGNORECASE)
+# Lines that only say that something below failed: the build frontend's and pip's wrappers,
+# setuptools' "command ... failed", torch's "Error compiling objects", a re-raised subprocess.
+_WRAPPER_LINE = re.compile(
+    r"Backend subprocess exited when trying to invoke|subprocess-exited-with-error|"
+    r"error: command .* failed with exit (?:code|status)|CalledProcessError|Error compiling objects for extension|"
+    r"^\s*(?:error|ERROR):?\s*$|See above for output|Failed to build",
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+CAUSE_CHARS = 300
+
+
+def failure_cause(text: str) -> str | None:
+    """The last line of a failed tool's output that states an error, not one that only says
+    that something failed (``ERROR Backend subprocess exited ...``); None when there is none."""
+    for raw in reversed(text.splitlines()):
+        line = _ANSI.sub("", raw).strip()
+        if line and _ERROR_LINE.search(line) and not _WRAPPER_LINE.search(line):
+            return line if len(line) <= CAUSE_CHARS else line[: CAUSE_CHARS - 1] + "…"
+    return None
+
+
 def run_tool(
     argv: Sequence[str],
     *,
@@ -66,8 +91,9 @@ def run_tool(
     """Run ``argv``; write its combined output to ``log`` (when given).
 
     With ``capture``, stdout is returned separately (stderr still goes to the log).
-    On a non-zero exit and ``check``, raise ``ToolError`` naming ``what``, the cell
-    and the log file, with the last lines of the output as details.
+    On a non-zero exit and ``check``, raise ``ToolError`` naming ``what``, the cell, the
+    cause (the last error line of the output, ``failure_cause``) and the log file, with the
+    last lines of the output as details.
     """
     start = time.monotonic()
     if log is not None:
@@ -93,8 +119,9 @@ def run_tool(
     if check and proc.returncode != 0:
         where = f" for cell {cell_id}" if cell_id else ""
         text = proc.stdout if not capture else (proc.stderr or "") + proc.stdout
+        cause = failure_cause(text)
         raise ToolError(
-            f"{what} failed{where} (exit code {proc.returncode})",
+            f"{what} failed{where} (exit code {proc.returncode})" + (f": {cause}" if cause else ""),
             hint=f"full log: {log}" if log is not None else None,
             details=tail(text),
         )

@@ -36,7 +36,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                        help="matrix file; its cells for this platform and arch are built "
                        "(without it: one native build for this interpreter)")
     cells.add_argument("--device", action="append", default=[], metavar="BACKEND",
-                       help="only cells of this device backend (cpu, cuda, rocm, mps; repeatable)")
+                       help="only cells of this device backend (cpu, cuda, rocm, mps; repeatable); without "
+                       "--matrix, the device backend of the one build (cpu: the CUDA toolchain is hidden; "
+                       "default: that of the torch the project builds against)")
     cells.add_argument("--cell", action="append", default=[], metavar="ID",
                        help="only this cell id (repeatable)")
     native = parser.add_argument_group("native backend")
@@ -132,14 +134,21 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.build import BuildSettings, NativeOptions, build_project
     from xcompat.build import defaults as D
     from xcompat.build.native import check_project
-    from xcompat.errors import InputError
+    from xcompat.errors import InputError, UsageError
     from xcompat.log import get_logger
+    from xcompat.model import BACKENDS
 
     log = get_logger()
     if args.backend is None:
         ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
         args.backend = "cibuildwheel" if ci else "native"
     project = check_project(args.project)
+    device = None
+    if args.matrix is None and args.device:
+        if len(set(args.device)) > 1 or args.device[0] not in BACKENDS:
+            raise UsageError(f"--device without --matrix takes one device backend ({', '.join(BACKENDS)})",
+                             hint="the backend of the one native build")
+        device = args.device[0]
     cells = runner_cells(args) if args.matrix is not None else None
     if args.matrix is not None and not cells:
         raise InputError("no cell of the plan is built on this runner (platform, arch, --device, --cell)",
@@ -181,6 +190,7 @@ def execute(args: argparse.Namespace) -> int:
             excludes=tuple(dict.fromkeys([*excludes, *args.exclude])),
             ccache=not args.no_ccache,
             config_settings=tuple(args.config_setting),
+            device=device,
         )
         with summary_on_failure(args.out):
             document = build_project(project, args.out, cells=cells,
