@@ -1,5 +1,13 @@
 """Differences between the packaging metadata of two wheels: Requires-Python and the
-version ranges of their dependencies."""
+version ranges of their dependencies.
+
+A dependency's range is judged by what it does to environments that worked: a new or raised
+floor (``(any) -> >=1.7.1``) is ``requires_dist_floor_raised``, since every newer version of
+the dependency is still allowed and an installer gets there by upgrading it; versions cut
+off above or in the middle of the range (a new upper bound, an ``!=``) are
+``requires_dist_narrowed``, since an environment that has them cannot take the new release
+without downgrading. The bump of each kind is in ``rules.json``.
+"""
 
 from __future__ import annotations
 
@@ -54,12 +62,25 @@ def diff_requires(old: Manifest, new: Manifest, c: Collector) -> None:
     ra, rb = reqs(old.requires_dist), reqs(new.requires_dist)
     for name in sorted(rb.keys() - ra.keys()):
         c.add("requires_dist_added", WHEEL, None, f"new dependency {rb[name]}", new=str(rb[name]))
+    for name in sorted(ra.keys() - rb.keys()):
+        c.add("requires_dist_removed", WHEEL, name, f"dependency {ra[name]} dropped", old=str(ra[name]))
     for name in sorted(ra.keys() & rb.keys()):
         a, b = ra[name].specifier, rb[name].specifier
         if str(a) == str(b):
             continue
-        lost = [v for v in _version_candidates(a, b) if a.contains(v, prereleases=False) and not b.contains(v, prereleases=False)]
-        if lost:
+        candidates = _version_candidates(a, b)
+        lost = [v for v in candidates if a.contains(v, prereleases=False) and not b.contains(v, prereleases=False)]
+        if not lost:
+            continue
+        from packaging.version import Version
+
+        allowed = [Version(v) for v in candidates if b.contains(v, prereleases=False)]
+        floor_only = bool(allowed) and all(Version(v) < min(allowed) for v in lost)
+        if floor_only:
+            c.add("requires_dist_floor_raised", WHEEL, name,
+                  f"{name}: {a or '(any)'} -> {b}: needs a newer {name}, no longer allows {', '.join(lost[-4:])}",
+                  old=str(a) or None, new=str(b))
+        else:
             c.add("requires_dist_narrowed", WHEEL, name,
                   f"{name}: {a or '(any)'} -> {b}: no longer allows {', '.join(lost[:4])}",
                   old=str(a) or None, new=str(b))

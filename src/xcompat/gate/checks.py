@@ -218,12 +218,17 @@ def check_abi_bump(evidence: Sequence[AbiEvidence], step: ReleaseStep | None) ->
         )
     details["actual_bump"] = step.bump
     passed = bump_rank(need) <= bump_rank(step.bump)
-    return CheckOutcome(
-        name="version-bump", passed=passed,
-        reason=f"got a {step.bump} bump ({step.previous_tag} -> {step.tag}), "
-        f"expected at least {need} (ABI diff {where})",
-        details=details,
-    )
+    reason = (f"got a {step.bump} bump ({step.previous_tag} -> {step.tag}), "
+              f"expected at least {need} (ABI diff {where})")
+    if not passed and step.previous_version:
+        from xcompat.abi.semver import next_version
+
+        # the same suggestion the report makes (one function computes it)
+        suggested = next_version(step.previous_version, need)  # type: ignore[arg-type]
+        if suggested:
+            details["suggested_version"] = suggested
+            reason += f"; release as {suggested}"
+    return CheckOutcome(name="version-bump", passed=passed, reason=reason, details=details)
 
 
 # -- coverage ---------------------------------------------------------------------------

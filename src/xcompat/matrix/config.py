@@ -135,6 +135,8 @@ class AbiPolicy:
     bumps: Mapping[str, Bump] = field(default_factory=_empty)  # finding kind -> required bump override
     # extension modules' interface besides PyInit_* (globs); None: the package-prefix convention
     extension_exports: tuple[str, ...] | None = None
+    # True: a run whose baseline cannot be found or built is red (the ABI was not compared)
+    baseline_required: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -424,6 +426,7 @@ def build_matrix(loaded: LoadedYaml, raw: bytes) -> Matrix:
         gating=tuple(a["gate"]) if "gate" in a else None,
         bumps=MappingProxyType(dict(a.get("bumps", {}))),
         extension_exports=tuple(a["extension-exports"]) if "extension-exports" in a else None,
+        baseline_required=bool(a.get("baseline-required", D.DEFAULT_ABI_BASELINE_REQUIRED)),
     )
     c = doc.get("coverage", {})
     coverage = CoverageThresholds(

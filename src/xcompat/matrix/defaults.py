@@ -58,6 +58,7 @@ DEFAULT_PYTEST_ARGS = tuple(_SETTINGS["tests.pytest-args"])
 DEFAULT_KERNELS = _SETTINGS["tests.kernels"]
 DEFAULT_ISOLATION = _SETTINGS["tests.isolation"]
 DEFAULT_ABI_BASELINE = _SETTINGS["abi.baseline"]
+DEFAULT_ABI_BASELINE_REQUIRED = _SETTINGS["abi.baseline-required"]
 DEFAULT_TAG_PATTERN = _SETTINGS["gate.tag-pattern"]
 
 # Plan output limits of the CI services (jobs per matrix).

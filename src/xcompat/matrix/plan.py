@@ -210,6 +210,7 @@ def settings_dict(matrix: Matrix) -> dict[str, Any]:
         },
         "abi": {
             "baseline": a.baseline,
+            "baseline_required": a.baseline_required,
             "gate": None if a.gating is None else list(a.gating),
             "bumps": dict(a.bumps),
             "extension_exports": None if a.extension_exports is None else list(a.extension_exports),

@@ -309,10 +309,13 @@ def build_report(
         abi_findings.sort(key=lambda f: (-bump_rank(f.required_bump), f.library, f.display_symbol))
         # The version change the ABI diff saw, for the report's "release as X" line (one diff: unambiguous).
         versions = K.abi_versions(worst_abi)
+        # An ABI diff always writes its required_bump; a result without one is a stage that did not
+        # compare anything (its envelope says why), and claims neither "unchanged" nor a bump.
+        compared = bool(declared) or bool(abi_findings)
         abi = AbiSection(required_bump=bump, findings=tuple(abi_findings), status=worst_abi.status,
                          summary="; ".join(r.summary for r in abi_results if r.summary),
                          actual_bump=versions.actual_bump, old_version=versions.old_version,
-                         new_version=versions.new_version)
+                         new_version=versions.new_version, compared=compared)
 
     coverage = None
     if coverage_results:
@@ -338,7 +341,10 @@ def build_report(
     headline = {"failure": "failed", "success": "passed", "neutral": "nothing conclusive ran"}[conclusion] + (
         f": {len(cells)} cell{'' if len(cells) == 1 else 's'}, " + ", ".join(parts) if cells else "")
     if abi is not None:
-        headline += f"; ABI: {abi.required_bump} bump" if abi.required_bump != "none" else "; ABI: no change"
+        if not abi.compared:
+            headline += "; ABI: not compared"
+        else:
+            headline += f"; ABI: {abi.required_bump} bump" if abi.required_bump != "none" else "; ABI: no change"
     if coverage is not None and coverage.percent is not None:
         headline += f"; coverage {coverage.percent:.1f}%"
     return Report(

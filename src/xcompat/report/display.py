@@ -79,7 +79,9 @@ ABI_TITLES = {
     "macos_target_raised": "macOS deployment target raised",
     "requires_python_widened": "Requires-Python widened",
     "requires_dist_narrowed": "Dependency requirements narrowed",
+    "requires_dist_floor_raised": "Dependency floors raised",
     "requires_dist_added": "Dependencies added",
+    "requires_dist_removed": "Dependencies dropped",
     "numpy_capi_target_changed": "NumPy C-API target changed",
     "python_api_unverified": "Python API changes not verified at run time",
     "abidiff_incompatible": "abidiff: incompatible changes",
@@ -360,7 +362,9 @@ def outcome_parts(report: Report) -> list[str]:
     passed, failed, skipped = test_totals(report)
     if passed or failed:
         parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
-    if report.abi is not None:
+    if report.abi is not None and not report.abi.compared:
+        parts.append("ABI not compared")
+    elif report.abi is not None:
         parts.append(
             f"ABI {report.abi.required_bump} bump" if report.abi.required_bump != "none" else "ABI unchanged"
         )

@@ -202,6 +202,12 @@ def _abi(report: Report) -> list[str]:
     abi = report.abi
     if abi is None:
         return []
+    if not abi.compared:
+        # Nothing was compared: say why, claim no bump and no "no changes".
+        out = [f'<h2 id="abi">ABI: {_chip(abi.status)} not compared</h2>']
+        if abi.summary:
+            out.append(f"<p>{escape(abi.summary)}</p>")
+        return out
     versions = ""
     if abi.old_version and abi.new_version:
         versions = f" · <code>{escape(abi.old_version)} → {escape(abi.new_version)}</code>" + (

@@ -323,6 +323,11 @@ def abi_section(report: Report) -> Section:
     abi = report.abi
     if abi is None:
         return Section(key="abi", priority=3, renditions=("",))
+    if not abi.compared:
+        # Nothing was compared: the section says why and claims no bump and no "no changes".
+        head = f"### ABI: {STATUS_SYMBOL.get(abi.status, '❔')} not compared"
+        return Section(key="abi", priority=3,
+                       renditions=(head + (f"\n\n{inline(abi.summary)}" if abi.summary else ""), head))
     groups = display.group_abi(abi.findings)
     by_bump: dict[str, int] = {}
     for f in abi.findings:

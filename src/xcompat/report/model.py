@@ -152,6 +152,9 @@ class AbiSection:
     actual_bump: Bump | None = None
     old_version: str | None = None
     new_version: str | None = None
+    # False when no ABI diff was made (no baseline, its build failed, the diff did not finish):
+    # then required_bump and findings say nothing, and no renderer may read them as "unchanged".
+    compared: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,6 +254,7 @@ class Report:
         if self.abi is not None:
             doc["abi"] = {
                 "required_bump": self.abi.required_bump,
+                "compared": self.abi.compared,
                 "status": self.abi.status,
                 "summary": self.abi.summary,
                 "findings": [asdict(f) for f in self.abi.findings],

@@ -66,7 +66,7 @@ def step_outputs(
         "tests-passed": str(passed),
         "tests-failed": str(failed),
         "tests-skipped": str(skipped),
-        "abi-bump": report.abi.required_bump if report.abi is not None else "",
+        "abi-bump": report.abi.required_bump if report.abi is not None and report.abi.compared else "",
         "coverage": _pct(report.coverage.percent) if report.coverage is not None else "",
         "diff-coverage": _pct(report.coverage.diff_percent) if report.coverage is not None else "",
         "check-run-url": check_run_url or "",

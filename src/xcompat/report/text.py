@@ -107,7 +107,10 @@ def text_sections(report: Report) -> list[Section]:
         out.append(Section(key="failures", priority=2, renditions=("\n".join(lines), "")))
     if report.abi is not None:
         abi = report.abi
-        lines = [f"ABI: {abi.required_bump} bump required ({abi.status})"]
+        if not abi.compared:
+            lines = [f"ABI: not compared ({abi.status})" + (f": {_one_line(abi.summary)}" if abi.summary else "")]
+        else:
+            lines = [f"ABI: {abi.required_bump} bump required ({abi.status})"]
         for g in display.group_abi(abi.findings):
             lines.append(f"  {g.title} ({g.bump}, {g.count}, {g.kind})")
             for item in g.items:

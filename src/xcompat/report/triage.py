@@ -16,8 +16,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
-
 from xcompat.report.display import group_abi, short_library
 from xcompat.report.model import BUMP_ORDER, CellReport, Failure, Report
 from xcompat.report.tails import failing_assertion, first_user_frame, frames, project_root
@@ -157,26 +155,39 @@ def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
 
 
 def _next_version(old: str | None, bump: str) -> str | None:
+    from xcompat.abi.semver import VersionError, next_version
+
     if not old:
         return None
     try:
-        v = Version(old)
-    except InvalidVersion:
+        return next_version(old, bump)  # type: ignore[arg-type]
+    except VersionError:
         return None
-    major, minor, micro = (list(v.release) + [0, 0, 0])[:3]
-    if bump == "major":
-        return f"{major + 1}.0.0"
-    if bump == "minor":
-        return f"{major}.{minor + 1}.0"
-    if bump == "patch":
-        return f"{major}.{minor}.{micro + 1}"
-    return None
+
+
+def _abi_not_compared(report: Report) -> Problem | None:
+    """No ABI diff was made: red only when the settings require one (its status says so)."""
+    abi = report.abi
+    if abi is None or abi.status not in ("failed", "crashed", "fallback"):
+        return None
+    why = abi.summary.removeprefix("not run: ") or "no ABI diff was made"
+    return Problem(
+        status="failed",
+        title=rich(bold("ABI not compared"), ": " + why),
+        fix=rich("give the run a baseline it can build or read (", code("--baseline"),
+                 " with the last release's project folder, sdist, wheel or ABI snapshot), fix the baseline's build "
+                 "(", code("logs/baseline.log"), "), or set ", code("abi.baseline-required: false"),
+                 " in the matrix until there is a release to compare with"),
+        section="abi",
+    )
 
 
 def _abi_problem(report: Report) -> Problem | None:
     abi = report.abi
     if abi is None or abi.status not in ("failed", "crashed", "fallback"):
         return None
+    if not abi.compared:
+        return _abi_not_compared(report)
     needed = abi.required_bump
     actual = abi.actual_bump
     floor = BUMP_ORDER.get(actual, -1) if actual else BUMP_ORDER.get(needed, 0) - 1
@@ -196,7 +207,12 @@ def _abi_problem(report: Report) -> Problem | None:
         title_parts += [" (", code(f"{abi.old_version} → {abi.new_version}"), ")"]
     fix: list[str | tuple[str, str]] = []
     target = _next_version(abi.old_version, needed)
-    fix.append(f"release as {target}" if target else f"make this a {needed} release")
+    if target:
+        fix.append(f"release as {target}")
+    elif needed != "none":
+        fix.append(f"make this a {needed} release")
+    else:  # failed without a bump to suggest (a policy's gate list): the changes themselves are the fix
+        fix.append("undo the gating changes")
     restores: list[tuple[str, str]] = []
     undo: list[str] = []
     for g in groups:

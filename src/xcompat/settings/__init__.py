@@ -73,6 +73,7 @@ class Settings:
             "tests.isolation": t.isolation,
             "tests.timeout": t.timeout,
             "abi.baseline": a.baseline,
+            "abi.baseline-required": a.baseline_required,
             "abi.gate": None if a.gating is None else list(a.gating),
             "abi.bumps": dict(a.bumps),
             "abi.extension-exports": None if a.extension_exports is None else list(a.extension_exports),
@@ -218,7 +219,8 @@ def defaults_settings(*, required_backends: tuple[str, ...] = ()) -> Settings:
                            pytest_paths=tuple(d["tests.pytest"]), pytest_args=tuple(d["tests.pytest-args"]),
                            isolation=d["tests.isolation"], timeout=float(d["tests.timeout"])),
         abi=AbiPolicy(baseline=d["abi.baseline"], gating=d["abi.gate"], bumps=MappingProxyType(dict(d["abi.bumps"])),
-                      extension_exports=_optional_tuple(d["abi.extension-exports"])),
+                      extension_exports=_optional_tuple(d["abi.extension-exports"]),
+                      baseline_required=d["abi.baseline-required"]),
         coverage=CoverageThresholds(overall=d["coverage.overall"], diff=d["coverage.diff"]),
         gate=GateSettings(tag_pattern=d["gate.tag-pattern"], required_backends=tuple(required_backends)),
         origin="defaults",
@@ -276,6 +278,9 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     _expect(_number(timeout) and timeout >= 0, "$.settings.tests.timeout", "seconds", timeout, source)
     baseline = a.get("baseline", d["abi.baseline"])
     _expect(baseline in BASELINES, "$.settings.abi.baseline", " or ".join(BASELINES), baseline, source)
+    baseline_required = a.get("baseline_required", d["abi.baseline-required"])
+    _expect(isinstance(baseline_required, bool), "$.settings.abi.baseline_required", "true or false",
+            baseline_required, source)
     gating = a.get("gate", d["abi.gate"])
     _expect(gating is None or _strings(gating), "$.settings.abi.gate", "null or finding kinds", gating, source)
     bumps = a.get("bumps", d["abi.bumps"])
@@ -304,7 +309,8 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
             timeout=float(timeout),
         ),
         abi=AbiPolicy(baseline=baseline, gating=None if gating is None else tuple(gating),
-                      bumps=MappingProxyType(dict(bumps)), extension_exports=_optional_tuple(extension_exports)),
+                      bumps=MappingProxyType(dict(bumps)), extension_exports=_optional_tuple(extension_exports),
+                      baseline_required=baseline_required),
         coverage=CoverageThresholds(overall=None if c.get("overall") is None else float(c["overall"]),
                                     diff=None if c.get("diff") is None else float(c["diff"])),
         gate=GateSettings(tag_pattern=pattern, required_backends=tuple(required_backends)),
@@ -313,7 +319,7 @@ def settings_from_plan(document: Any, *, source: str = "<plan>") -> Settings:
     )
 
 
-_ADDED_KEYS = ("abi.extension-exports",)
+_ADDED_KEYS = ("abi.extension-exports", "abi.baseline-required")
 
 _DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
     "tests.kernels": (lambda v: v in ("all", "none") or _strings(v), "all, none or kernel names"),
@@ -322,6 +328,7 @@ _DOCUMENT_CHECKS: dict[str, tuple[Any, str]] = {
     "tests.isolation": (lambda v: v in ISOLATIONS, "none, file or test"),
     "tests.timeout": (lambda v: _number(v) and v >= 0, "seconds"),
     "abi.baseline": (lambda v: v in BASELINES, " or ".join(BASELINES)),
+    "abi.baseline-required": (lambda v: isinstance(v, bool), "true or false"),
     "abi.gate": (lambda v: v is None or _strings(v), "null or finding kinds"),
     "abi.bumps": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and b in BUMPS for k, b in v.items()),
                   "a mapping of finding kind to bump"),
@@ -367,7 +374,8 @@ def settings_from_document(document: Any, *, source: str = "<settings>") -> Sett
         ),
         abi=AbiPolicy(baseline=v["abi.baseline"], gating=None if v["abi.gate"] is None else tuple(v["abi.gate"]),
                       bumps=MappingProxyType(dict(v["abi.bumps"])),
-                      extension_exports=_optional_tuple(v["abi.extension-exports"])),
+                      extension_exports=_optional_tuple(v["abi.extension-exports"]),
+                      baseline_required=v["abi.baseline-required"]),
         coverage=CoverageThresholds(
             overall=None if v["coverage.overall"] is None else float(v["coverage.overall"]),
             diff=None if v["coverage.diff"] is None else float(v["coverage.diff"]),

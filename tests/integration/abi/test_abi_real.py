@@ -121,7 +121,7 @@ def test_wheel_diff_cli(wheel_diff):
         ("cuda_arch_dropped", "sm_80"),
         ("glibc_floor_raised", None),
         ("requires_python_narrowed", None),
-        ("requires_dist_narrowed", "torch"),
+        ("requires_dist_floor_raised", "torch"),
         ("python_api_removed", "demo.gone"),
         ("python_api_added", "demo.fresh"),
         ("python_signature_changed", "demo.scale"),

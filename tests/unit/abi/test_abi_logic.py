@@ -212,11 +212,11 @@ def test_tags_floor_abi3_and_requires():
     )
     d = diff_manifests(old, new)
     kinds = sorted(f.kind for f in d.findings)
-    assert kinds == ["abi3_floor_raised", "abi3_floor_raised", "requires_dist_added", "requires_dist_narrowed",
+    assert kinds == ["abi3_floor_raised", "abi3_floor_raised", "requires_dist_added", "requires_dist_floor_raised",
                      "requires_python_narrowed", "wheel_tag_dropped"]
     narrowed = next(f for f in d.findings if f.kind == "requires_python_narrowed")
     assert "3.9" in narrowed.detail and "3.10" in narrowed.detail
-    torch = next(f for f in d.findings if f.kind == "requires_dist_narrowed")
+    torch = next(f for f in d.findings if f.kind == "requires_dist_floor_raised")
     assert torch.symbol == "torch" and "2.1" in torch.detail
 
 
