@@ -9,8 +9,8 @@ both out: the copy holds the project's sources and nothing a build made.
 Which files: in a git work tree, the files git knows (tracked, plus untracked ones that are
 not ignored), as they are on disk; elsewhere, a copy of the folder without build output.
 Either way the top-level ``build/`` and ``dist/`` (what setuptools prunes from sdists too),
-``*.egg-info``, ``__pycache__``, VCS folders, virtualenvs, tool caches and xcompat's output
-folders are left out. Symlinks are copied as what they point to (a source folder shared
+``*.egg-info``, ``__pycache__``, VCS folders, virtualenvs, tool caches and output folders
+(xcompat's, and any folder whose ``.gitignore`` is ``*``) are left out. Symlinks are copied as what they point to (a source folder shared
 through a link outside the project must still be there).
 
 A git checkout's copy gets a private repository that borrows the checkout's objects
@@ -44,14 +44,25 @@ _EXTENSION_MARKERS = (".cpython-", ".pypy")
 _GIT_TIMEOUT = 120
 
 
+def _ignores_itself(path: Path) -> bool:
+    """A folder whose ``.gitignore`` is ``*``: a cache or output folder (pytest's, mypy's,
+    xcompat run's, its staging folder) by the convention they all follow."""
+    try:
+        with open(path / ".gitignore", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(4096)
+    except OSError:
+        return False
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")] == ["*"]
+
+
 def _skipped_dir(path: Path, rel: Path) -> bool:
     name = path.name
-    if name in SKIP_DIRS or name.endswith(".egg-info") or name.startswith(".xcompat-out"):
+    if name in SKIP_DIRS or name.endswith(".egg-info") or name.lstrip(".").startswith("xcompat-out"):
         return True
     if len(rel.parts) == 1 and name in SKIP_TOP_DIRS:
         return True
     # A virtualenv (venv, virtualenv, uv) or conda environment, whatever its name.
-    return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
+    return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir() or _ignores_itself(path)
 
 
 def _skipped_file(name: str) -> bool:
@@ -121,7 +132,8 @@ def _copy_listed(project: Path, dest: Path, names: list[str], untracked: set[str
         rel = Path(name)
         source = project / rel
         parts = rel.parts
-        if any(p in SKIP_DIRS or p.endswith(".egg-info") or p.startswith(".xcompat-out") for p in parts[:-1]):
+        if any(p in SKIP_DIRS or p.endswith(".egg-info") or p.lstrip(".").startswith("xcompat-out")
+               for p in parts[:-1]):
             continue
         if len(parts) > 1 and parts[0] in SKIP_TOP_DIRS:
             continue

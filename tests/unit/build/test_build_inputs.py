@@ -32,7 +32,8 @@ LEFTOVERS = {
     "build/lib.linux-x86_64-cpython-311/pkg/core.cpython-311-x86_64-linux-gnu.so": "",
     "build/temp.linux-x86_64-cpython-311/pkg/core.o": "", "dist/pkg-1.0.tar.gz": "", "pkg.egg-info/SOURCES.txt": "",
     "pkg/core.cpython-311-x86_64-linux-gnu.so": "", "pkg/core.gcda": "", "pkg/__pycache__/x.cpython-311.pyc": "",
-    ".xcompat-out/report.md": "", ".venv/pyvenv.cfg": "", ".venv/lib/site.py": "", ".tox/py/x": "",
+    ".xcompat-out/report.md": "", "..xcompat-out.partial-7/logs/build.log": "", ".venv/pyvenv.cfg": "",
+    ".venv/lib/site.py": "", ".tox/py/x": "", "my-out/.gitignore": "# an output folder\n*\n", "my-out/a.whl": "",
 }
 
 
