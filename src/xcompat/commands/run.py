@@ -39,6 +39,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="override tests.isolation of the matrix (local runs only)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="override tests.timeout of the matrix, seconds per test (local runs only)")
+    parser.add_argument("--isolation", choices=("auto", "on", "off"), default="auto",
+                        help="build isolation of the project's and the baseline's builds, as `xcompat build "
+                        "--isolation`; auto: off when the project builds against a framework the runner provides "
+                        "(torch in its build requirements, or imported by its setup.py), else on (default: auto)")
     parser.add_argument("--no-coverage", action="store_true", help="skip the coverage build and merge")
 
 
@@ -46,4 +50,4 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.pipeline.runner import resolve_config, run_pipeline
 
     config = resolve_config(args)
-    return run_pipeline(config)
+    return run_pipeline(config, isolation=args.isolation)

@@ -116,10 +116,11 @@ def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = Non
 class Stages:
     """The stages of a local run. Each returns a StageResult; none raises for a stage failure."""
 
-    def __init__(self, pipe: LocalPipeline) -> None:
+    def __init__(self, pipe: LocalPipeline, *, isolation: str = "auto") -> None:
         from xcompat.settings import defaults_settings
 
         self.pipe = pipe
+        self.isolation = isolation  # build isolation of the project's and the baseline's builds
         self.cfg = pipe.config
         self.settings = self.cfg.settings or defaults_settings()
         self.cell_id: str | None = None
@@ -133,6 +134,7 @@ class Stages:
         """The stage, or "skipped" when an earlier stage halted the run (the report always runs)."""
 
         def run() -> StageResult:
+            ignore_output(self.pipe.stage_dir)
             if self.halted is not None and name != "report":
                 return StageResult(name=name, status="skipped", detail=f"not run: {self.halted}")
             return stage()
@@ -201,11 +203,30 @@ class Stages:
         return result
 
     # 3. wheels
+    def build_argv(self, project: Path, out: Path) -> list[str]:
+        """``xcompat build`` for the project and the baseline alike: the same isolation, and the
+        run's cell's device backend (a CPU cell builds the CPU variant)."""
+        argv = [*self.pipe.xcompat("build", project, "--backend", "native", "--out", out,
+                                   "--isolation", self.isolation)]
+        backend = next((c.get("backend") for c in self.cells if c["id"] == self.cell_id), None)
+        if backend:
+            argv += ["--device", backend]
+        return argv
+
+    def run_build(self, name: str, project: Path, out: Path) -> StageResult:
+        result = self.pipe.run_command(name, self.build_argv(project, out), outputs=[out / "build.json"])
+        if result.status != "passed":
+            reason = build_failure(out / "build.json")
+            if reason:
+                # The cause the build record names (the compiler's or the build script's error),
+                # not the last line of the log, which is the build frontend's wrapper message.
+                result.detail = f"exit {result.exit_code}: {reason}"
+        return result
+
     def build(self) -> StageResult:
         p = self.pipe
         out = p.path("wheels")
-        result = p.run_command("build", p.xcompat("build", self.cfg.project, "--backend", "native", "--out", out),
-                               outputs=[out / "build.json"])
+        result = self.run_build("build", self.cfg.project, out)
         self.wheels = sorted(out.glob("*.whl"))
         if result.status == "passed" and not self.wheels:
             result.status, result.detail = "error", "the build produced no wheel"
@@ -217,9 +238,7 @@ class Stages:
         if base is None:
             return self._baseline_from_git()
         if base.is_dir() and _is_project(base):
-            out = p.path("baseline")
-            return p.run_command("baseline", p.xcompat(
-                "build", base, "--backend", "native", "--out", out), outputs=[out / "build.json"])
+            return self.run_build("baseline", base, p.path("baseline"))
         if not base.exists():
             return StageResult(name="baseline", status="error", detail=f"{base} does not exist")
         return StageResult(name="baseline", status="passed", detail=f"using {base}")
@@ -240,8 +259,7 @@ class Stages:
         except XcompatError as exc:
             return StageResult(name="baseline", status="error", detail=f"abi.baseline {which}: {exc}")
         out = p.path("baseline")
-        result = p.run_command("baseline", p.xcompat("build", source, "--backend", "native", "--out", out),
-                               outputs=[out / "build.json"])
+        result = self.run_build("baseline", source, out)
         if result.status == "passed":
             self.git_baseline = out
             result.detail = f"abi.baseline {which}: {what}"
@@ -301,7 +319,12 @@ class Stages:
 
     def _env_with_site(self, site: Path) -> dict[str, str]:
         existing = os.environ.get("PYTHONPATH")
-        return {"PYTHONPATH": str(site) + (os.pathsep + existing if existing else "")}
+        addopts = os.environ.get("PYTEST_ADDOPTS")
+        # The tests are imported from the project's folder, which the run never writes: no
+        # bytecode (__pycache__) and no pytest cache (.pytest_cache) next to them.
+        return {"PYTHONPATH": str(site) + (os.pathsep + existing if existing else ""),
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTEST_ADDOPTS": (addopts + " " if addopts else "") + "-p no:cacheprovider"}
 
     def test_targets(self) -> tuple[list[str], list[str]] | StageResult:
         """(targets, pytest args) from ``tests.pytest`` / ``tests.pytest-args``, or why not."""
@@ -418,6 +441,32 @@ class Stages:
             jsonio.write_json(self.pipe.path("stages", f"{result.name}.json"), document)
 
 
+def ignore_output(folder: Path) -> None:
+    """A ``.gitignore`` of ``*`` in the output folder (as pytest and mypy give their caches), so
+    that a run's output in a checkout is never committed or shown as a change."""
+    from xcompat.outputs import write_bytes
+
+    marker = folder / ".gitignore"
+    if folder.is_dir() and not marker.exists():
+        write_bytes(marker, b"# written by xcompat run: its output folder is not part of the project\n*\n")
+
+
+def build_failure(record: Path) -> str | None:
+    """The reason a failed ``xcompat build`` gives in its record (the first failed cell's), if any."""
+    from xcompat.neutralise import MESSAGE_CHARS, one_line
+
+    try:
+        document = load_json(record)
+    except InputError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    for row in document.get("cells") or []:
+        if isinstance(row, dict) and row.get("status") == "failed" and row.get("reason"):
+            return one_line(row["reason"], MESSAGE_CHARS)
+    return None
+
+
 def _installed_frameworks() -> dict[str, str]:
     from importlib import metadata
 
@@ -471,10 +520,12 @@ def _pick_framework_versions(
     return cells, notes
 
 
-def run_pipeline(config: RunConfig) -> int:
+def run_pipeline(config: RunConfig, *, isolation: str = "auto") -> int:
+    """Run every stage; ``isolation`` is the build isolation of the project's and the baseline's
+    builds (``xcompat build --isolation``)."""
     log = get_logger()
     pipe = LocalPipeline(config, log)
-    stages = Stages(pipe)
+    stages = Stages(pipe, isolation=isolation)
     log.info(f"xcompat run: {config.project}")
     log.info(f"  matrix {config.matrix}" + ("" if config.signed else " (unsigned)"))
     if config.baseline:
