@@ -284,3 +284,67 @@ def path_inside(folder: str | Path, name: str) -> Path:
 def write_inside(folder: str | Path, name: str, data: bytes) -> Path:
     """Write ``data`` to ``folder/name`` (``path_inside`` checked) by the output policy."""
     return write_bytes(path_inside(folder, name), data)
+
+
+# -- what a checkout committed into an output folder --------------------------------------
+
+
+def remove_committed(folder: str | Path) -> list[Path]:
+    """Remove every path git tracks under ``folder`` that is still as it was committed; return them.
+
+    A pull request can commit files into the output folder (``.xcompat-out/plan.json``, results,
+    a wheel) that a stage would then read as this run's own. A CI job downloads its artifacts
+    into that folder before any stage runs, so the folder cannot simply be emptied: a tracked path
+    whose content differs from the commit was written by a step of this job and stays; the rest
+    is the checkout's and goes. ``folder`` itself is one of those paths when the commit holds it
+    as a link. Nothing is removed outside a git work tree; the top of a work tree is refused.
+    """
+    import shutil
+    import subprocess
+
+    path = Path(os.path.abspath(folder))
+    parent = path.parent
+    if not parent.is_dir() or shutil.which("git") is None:
+        return []
+
+    def git(where: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, check=False,
+                              env={**os.environ, "GIT_LITERAL_PATHSPECS": "1"})
+
+    def toplevel(where: Path) -> Path | None:
+        proc = git(where, "rev-parse", "--show-toplevel")
+        return Path(os.fsdecode(proc.stdout.rstrip(b"\n"))) if proc.returncode == 0 else None
+
+    if path.is_dir() and not path.is_symlink() and toplevel(path) == Path(os.path.realpath(path)):
+        raise OutputError("the output folder is the top of a git work tree: give the output a folder of its own",
+                          file=folder)
+    root = toplevel(parent)
+    if root is None:
+        return []  # not a work tree: nothing was committed here
+    tracked = git(parent, "ls-files", "-z", "--full-name", "--", path.name)
+    # `git diff` compares contents: a copied checkout's stale stat data is not a change.
+    changed = git(parent, "diff", "--name-only", "-z", "--no-renames", "--", path.name)
+    for proc in (tracked, changed):
+        if proc.returncode != 0:
+            why = os.fsdecode(proc.stderr).strip().splitlines() or ["git failed"]
+            raise OutputError(f"cannot tell what the checkout committed here: {why[-1]}", file=folder)
+    kept = set(changed.stdout.split(b"\0"))
+    real = Path(os.path.realpath(parent)) / path.name  # as git names the paths under it
+    removed: list[Path] = []
+    for name in tracked.stdout.split(b"\0"):
+        if not name or name in kept:
+            continue
+        target = root / os.fsdecode(name)
+        if target.is_dir() and not target.is_symlink():  # a submodule's folder
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            target.unlink()
+        else:
+            continue
+        removed.append(target)
+        # The folders the commit made for them go too, once empty (the output folder stays).
+        folder_of = target.parent
+        while real in folder_of.parents and not any(folder_of.iterdir()):
+            folder_of.rmdir()
+            folder_of = folder_of.parent
+    return removed

@@ -5,9 +5,14 @@
 ``--format env`` prints ``XCOMPAT_TESTS_TIMEOUT=120`` lines (lists and mappings
 JSON-encoded) for ``$GITHUB_ENV`` or a GitLab dotenv report; ``--format json`` prints the
 settings document. In CI (``CI=true``) the settings come only from the verified matrix:
-the plan artifact (``--plan``, checked against ``--expect-sha256`` when given) or the
-matrix file with ``--expect-sha256`` (the hash ``matrix verify`` printed). A pull
-request's own copy of the matrix is never read on trust.
+the plan artifact (``--plan``) or the matrix file with ``--expect-sha256`` (the hash
+``matrix verify`` printed). A pull request's own copy of the matrix is never read on trust.
+
+``--plan P --matrix M --expect-sha256 H`` binds the plan's settings to the verified matrix:
+M (the matrix bytes the plan artifact carries) must have the SHA-256 H, and P must be the
+plan M yields (``plan_mismatch``), settings and cells alike, or nothing is printed (exit 3).
+A plan's own ``matrix_sha256`` field is not evidence: anyone who edits the settings can
+keep it, so ``--expect-sha256`` with ``--plan`` and no ``--matrix`` is refused.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ if TYPE_CHECKING:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cell", metavar="ID", help="the plan cell whose settings to print (must be in the plan)")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--plan", type=Path, metavar="PLAN_JSON",
+    parser.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                         help="plan written by `xcompat matrix plan --format json` (what CI jobs use)")
-    source.add_argument("--matrix", type=Path, metavar="FILE",
-                        help="matrix file (default .xcompat/matrix.yml); in CI only with --expect-sha256")
+    parser.add_argument("--matrix", type=Path, metavar="FILE",
+                        help="matrix file (default .xcompat/matrix.yml); in CI only with --expect-sha256. "
+                        "With --plan: the verified matrix the plan was made from, which the plan must match")
     parser.add_argument("--expect-sha256", metavar="HEX",
-                        help="refuse (exit 3) unless the matrix the settings come from has this SHA-256")
+                        help="refuse (exit 3) unless the matrix the settings come from has this SHA-256 "
+                        "(with --plan, the --matrix file's)")
     parser.add_argument("--format", choices=("env", "json", "abi-policy", "test-argv"), default="env",
                         help="env: NAME=value lines; json: the settings document; abi-policy: the abi section as "
                         "`xcompat abi diff --policy` reads it; test-argv: the arguments of `xcompat test` "
@@ -37,7 +43,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="project folder: test-argv paths are given under it, and --cell says whether each "
                         "stage is required for it (kernels need torch)")
     parser.epilog = ("Exit codes: 0 printed, 2 unreadable plan/matrix or unknown cell, "
-                     "3 the sha256 does not match, or CI without a verified source.")
+                     "3 the sha256 does not match, the plan is not the one the matrix yields, "
+                     "or CI without a verified source.")
 
 
 def test_argv(settings: Settings, project: Path | None = None) -> list[str]:
@@ -64,7 +71,7 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.errors import InputError, VerificationError
     from xcompat.jsonio import read_json
     from xcompat.matrix import load_matrix
-    from xcompat.matrix.plan import expand
+    from xcompat.matrix.plan import expand, plan_mismatch
     from xcompat.model import Cell
     from xcompat.results.required import required_stages
     from xcompat.settings import is_ci, resolve_settings, settings_from_plan
@@ -84,6 +91,24 @@ def execute(args: argparse.Namespace) -> int:
                 cells.append(Cell.from_dict(raw))
             except (KeyError, TypeError, ValueError, AttributeError):
                 raise InputError(f"$.cells[{index}]: not a plan cell", file=args.plan) from None
+        if expect is not None and args.matrix is None:
+            raise VerificationError(
+                "--expect-sha256 cannot vouch for a plan's settings without the verified matrix bytes: "
+                "pass --matrix FILE (the matrix.yml beside the plan in its artifact)",
+                file=args.plan,
+            )
+        if args.matrix is not None:
+            matrix = load_matrix(args.matrix)
+            if expect is not None and matrix.sha256 != expect:
+                raise VerificationError(f"matrix sha256 {matrix.sha256}, expected {expect} (the verified matrix)",
+                                        file=args.matrix)
+            mismatch = plan_mismatch(document, matrix)
+            if mismatch is not None:
+                raise VerificationError(
+                    f"{mismatch} is not what the verified matrix {args.matrix} (sha256 {matrix.sha256[:16]}) "
+                    "yields; refusing the plan's settings",
+                    file=args.plan,
+                )
         where = args.plan
     else:
         path = args.matrix or Path(".xcompat/matrix.yml")

@@ -336,6 +336,11 @@ def test_build_and_test_stages_install_the_cells_frameworks_under_the_jobs_pip_c
     constraints = tmp_path / "constraints.txt"
     constraints.write_text("pytest==0.0.1\n")  # no such release
     major = version("pytest").split(".")[0]
+    # the build stage builds the cell from the verified matrix the plan artifact carries
+    verified = workspace / ".xcompat-out" / "matrix.yml"
+    verified.parent.mkdir()
+    verified.write_text('xcompat: 1\nrepo: acme/proj\nserial: 1\npython: ["3.11"]\n'
+                        "platforms: {linux: {archs: [x86_64]}}\nbackends: {cpu: {required: true}}\n")
     run = run_composite_action(
         REPO_ROOT,
         {"stage": stage, "cell": "py3.11-linux-x86_64-cpu", "project-dir": "proj", "install-wheel": "false",

@@ -41,8 +41,12 @@ STAGES = [
     ("plan", {"revoked": ".xcompat/revoked", "trust-ref": "HEAD", "repository": "acme/x", "args": "--backend\ncpu"},
      {"matrix verify", "matrix plan"}),
     ("build", {"cell": "c1", "args": "--backend\nnative"}, {"build"}),
+    ("build", {"cell": "c1", "matrix-sha256": "0" * 64}, {"matrix settings", "build"}),
     ("test", {"cell": "c1", "install-wheel": "false", "args": "--isolate\nnone"}, {"test"}),
+    ("test", {"cell": "c1", "install-wheel": "false", "matrix-sha256": "0" * 64}, {"matrix settings", "test"}),
     ("abi", {"abi-old": "old.whl", "abi-new": "new"}, {"abi diff"}),
+    ("abi", {"abi-old": "old.whl", "abi-new": "new", "matrix-sha256": "0" * 64}, {"matrix settings", "abi diff"}),
+    ("coverage", {"matrix-sha256": "0" * 64}, {"matrix settings", "coverage merge"}),
     ("coverage", {"cell": "c1"}, {"coverage collect"}),
     ("coverage", {}, {"coverage merge"}),
     ("report", {}, {"report"}),
@@ -67,6 +71,7 @@ def test_action_builds_command_lines_the_cli_accepts(tmp_path: Path, stage: str,
     (workspace / ".xcompat" / "matrix.yml").write_text("xcompat: 1\n")
     (workspace / ".xcompat-out").mkdir()
     (workspace / ".xcompat-out" / "plan.json").write_text("{}")
+    (workspace / ".xcompat-out" / "matrix.yml").write_text("xcompat: 1\n")  # the plan artifact's verified bytes
     log = tmp_path / "argv.jsonl"
     log.touch()
     run = run_composite_action(REPO_ROOT, {"stage": stage, "python": str(shim), "install": "false", **inputs},

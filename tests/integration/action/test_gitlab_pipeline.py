@@ -170,11 +170,18 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     refused = [c["argv"] for c in calls if not c["ok"]]
     assert refused == [], f"the CLI refuses: {refused}"
     commands = [c["argv"][0] if c["argv"][0] not in ("abi", "matrix") else " ".join(c["argv"][:2]) for c in calls]
-    assert commands == ["build", "matrix settings", "test", "report", "abi diff", "gate"]
-    # The test job runs the verified plan's tests settings (not the checkout's matrix).
-    settings = calls[1]["argv"]
-    assert settings[settings.index("--plan") + 1] == ".xcompat-out/plan.json"
-    test_argv = calls[2]["argv"]
+    assert commands == ["matrix settings", "build", "matrix settings", "test", "report", "abi diff", "gate"]
+    # The build job builds from the verified matrix bytes the plan artifact carries, not the checkout's file.
+    build = calls[1]["argv"]
+    assert build[build.index("--matrix") + 1] == ".xcompat-out/matrix.yml"
+    # The build and test jobs take the plan only if it is the one the verified bytes yield, checked
+    # against the hash the plan job verified (written into the child pipeline), and the test job
+    # runs that plan's tests settings (not the checkout's matrix).
+    for settings in (calls[0]["argv"], calls[2]["argv"]):
+        assert settings[settings.index("--plan") + 1] == ".xcompat-out/plan.json"
+        assert settings[settings.index("--matrix") + 1] == ".xcompat-out/matrix.yml"
+        assert settings[settings.index("--expect-sha256") + 1] == verify["sha256"]
+    test_argv = calls[3]["argv"]
     signed = plan["settings"]["tests"] if "settings" in plan else None
     assert "--timeout" in test_argv and "--isolate" in test_argv, test_argv
     if signed is not None:

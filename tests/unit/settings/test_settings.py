@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -155,6 +156,8 @@ def test_a_pull_request_cannot_add_deselect_in_ci(tmp_path: Path):
     plan = _cli("matrix", "plan", str(matrix), "--format", "json", "-o", str(tmp_path / "plan.json"),
                 "--expect-sha256", sha, cwd=tmp_path, ci=False)
     assert plan.returncode == 0, plan.stderr
+    # the plan artifact carries the verified bytes the plan was made from
+    shutil.copyfile(matrix, tmp_path / "verified.yml")
 
     # the pull request edits its copy of the matrix
     matrix.write_text(matrix.read_text().replace("pytest: [tests]",
@@ -166,11 +169,15 @@ def test_a_pull_request_cannot_add_deselect_in_ci(tmp_path: Path):
     forged = _cli("matrix", "plan", str(matrix), "--format", "json", "-o", str(tmp_path / "forged.json"),
                   cwd=tmp_path, ci=False)
     assert forged.returncode == 0
-    refused = _cli("matrix", "settings", "--plan", "forged.json", "--expect-sha256", sha, cwd=tmp_path, ci=True)
+    refused = _cli("matrix", "settings", "--plan", "forged.json", "--matrix", "verified.yml", "--expect-sha256", sha,
+                   cwd=tmp_path, ci=True)
     assert refused.returncode == 3, refused.stderr
+    # the plan's own matrix_sha256 field is no evidence: without the verified bytes, nothing is printed
+    unbound = _cli("matrix", "settings", "--plan", "plan.json", "--expect-sha256", sha, cwd=tmp_path, ci=True)
+    assert unbound.returncode == 3 and unbound.stdout == "", unbound.stderr
     cell = json.loads((tmp_path / "plan.json").read_text())["cells"][0]["id"]
-    ok = _cli("matrix", "settings", "--plan", "plan.json", "--expect-sha256", sha, "--format", "json",
-              "--cell", cell, cwd=tmp_path, ci=True)
+    ok = _cli("matrix", "settings", "--plan", "plan.json", "--matrix", "verified.yml", "--expect-sha256", sha,
+              "--format", "json", "--cell", cell, cwd=tmp_path, ci=True)
     assert ok.returncode == 0, ok.stderr
     document = json.loads(ok.stdout)
     validate("settings", document)
