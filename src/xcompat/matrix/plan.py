@@ -6,6 +6,7 @@ Public API::
     cells = expand(matrix)                       # list[xcompat.model.Cell], stable order and ids
     mine = cells_for_runner(cells, platform="linux", arch="x86_64", backends=("cpu",))
     doc = plan_document(matrix, cells)           # versioned plan JSON (schemas/plan.schema.json)
+    plan_mismatch(doc, matrix)                   # None, or where a plan is not the one matrix yields
 
 and the renderers ``github_matrix``, ``gitlab_matrix`` and ``cibuildwheel_selectors``,
 each returning a versioned JSON document (see ``docs/matrix.md``).
@@ -195,6 +196,54 @@ def plan_document(matrix: Matrix, cells: Sequence[Cell]) -> dict[str, Any]:
         "cells": [c.to_dict() for c in cells],
         "settings": settings_dict(matrix),
     }
+
+
+def plan_mismatch(document: Any, matrix: Matrix) -> str | None:
+    """Where a ``--format json`` plan differs from the plan ``matrix`` yields (a JSON path such
+    as ``$.settings.tests.pytest_args``), or None when it is that plan.
+
+    A plan's ``matrix_sha256`` is a field like any other, so it proves nothing about the rest of
+    the document: the plan is recomputed from the matrix and compared whole. It may list a subset
+    of the matrix's cells (``matrix plan --backend cpu``), in the matrix's order, as the plan
+    command writes it; every other field, the settings included, must be equal.
+    """
+    import json
+
+    if not isinstance(document, dict):
+        return "$"
+    raw_cells = document.get("cells")
+    if not isinstance(raw_cells, list):
+        return "$.cells"
+    ids = {c.get("id") for c in raw_cells if isinstance(c, dict)}
+    chosen = [c for c in expand(matrix) if c.id in ids]
+    # Through JSON, as the plan file went: tuples become lists, and the key order does not matter.
+    expected = json.loads(json.dumps(plan_document(matrix, chosen)))
+    return _first_difference(document, expected, "$")
+
+
+def _first_difference(got: Any, expected: Any, path: str) -> str | None:
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in sorted(set(got) | set(expected)):
+            where = _first_difference(got.get(key), expected.get(key), f"{path}.{key}") \
+                if key in got and key in expected else f"{path}.{key}"
+            if where is not None:
+                return where
+        return None
+    if isinstance(expected, list) and isinstance(got, list):
+        if len(got) != len(expected):
+            return path
+        for index, (a, b) in enumerate(zip(got, expected)):
+            where = _first_difference(a, b, f"{path}[{index}]")
+            if where is not None:
+                return where
+        return None
+    # bool is an int to Python: True must not stand in for 1, nor 1 for True.
+    same = type(got) is type(expected) or (_numeric(got) and _numeric(expected))
+    return None if same and got == expected else path
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def settings_dict(matrix: Matrix) -> dict[str, Any]:
