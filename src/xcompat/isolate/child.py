@@ -21,6 +21,7 @@ from typing import Any
 
 from xcompat.isolate.classify import TEST_INTERRUPT_EXIT
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
+from xcompat.isolate.measured import save_coverage
 from xcompat.isolate.wire import Channel, warning_to_wire
 
 # The parent sends this signal to a hung test to get its Python stacks before SIGKILL.
@@ -310,6 +311,7 @@ def _exit_after_traceback(code: int) -> None:
 
     try:
         traceback.print_exc()
+        save_coverage("a test process")
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
@@ -340,6 +342,7 @@ def run_forked_child(
             code = FAILED_OUTSIDE_TESTS_EXIT
     finally:
         try:
+            save_coverage("a test process")  # os._exit runs no atexit hook (xcompat.isolate.measured)
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

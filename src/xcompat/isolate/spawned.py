@@ -152,6 +152,9 @@ class _WorkerPlugin:
 def main(argv: Sequence[str] | None = None) -> int:
     import pytest
 
+    from xcompat.isolate.measured import save_coverage, start_if_requested
+
+    start_if_requested()  # before pytest imports the project's code
     parser = argparse.ArgumentParser(prog="python -m xcompat.isolate.spawned")
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--out", required=True)
@@ -162,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv[:cut])
     plan = ChildPlan(write_fd=ns.fd, out_path=ns.out, crash_path=ns.crash, leak_kinds=tuple(ns.leak))
     code = pytest.main(argv[cut + 1 :], plugins=[_WorkerPlugin(plan)])
+    save_coverage("a test process")  # os._exit runs no atexit hook
     sys.stdout.flush()
     # pytest.exit() in a test ends the worker's session (INTERRUPTED): that is a failure
     # outside the tests' reports, as in a forked test process, not a clean end.

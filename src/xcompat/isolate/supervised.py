@@ -33,6 +33,7 @@ from xcompat import interrupts
 from xcompat.errors import Interrupted, XcompatError
 from xcompat.isolate import forking
 from xcompat.isolate.classify import describe_status, record_from_reports
+from xcompat.isolate.measured import save_coverage
 from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
 from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
 
@@ -199,14 +200,8 @@ def _session_child(
 def _save_coverage() -> None:
     """Under ``coverage run`` the session's measurements live in this process, which leaves
     by ``os._exit`` (no atexit): save them here (``parallel = true`` keeps them apart from the
-    parent's file)."""
-    cov = _measuring_coverage()
-    if cov is not None:
-        try:
-            cov.stop()
-            cov.save()
-        except Exception as exc:  # noqa: BLE001 - measurements are a bonus, the verdict is not
-            sys.stderr.write(f"xcompat: coverage data of the test session not saved: {exc}\n")
+    parent's file), and the native counters of the coverage stage's instrumented build."""
+    save_coverage("the test session")
 
 
 def _wait(pid: int) -> tuple[int, bool]:
