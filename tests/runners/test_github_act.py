@@ -2,7 +2,9 @@
 
 One pull request from a fork goes through the reusable workflow (verify + plan, build, test,
 report as a bundle with the read-only token, gate) and is then reported by the two-stage
-`xcompat-report.yml`. A change with a failing test then runs test -> abi -> report -> gate on
+`xcompat-report.yml`. The pull request also commits an output folder of its own (a plan whose
+settings deselect a test and raise the timeout, with the real plan's matrix_sha256, and a result
+for its cell): the run keeps the signed settings and counts only what its jobs uploaded. A change with a failing test then runs test -> abi -> report -> gate on
 the green run's artifacts and turns red. A version tag then runs `release.yml`'s publish job
 on the green run's artifacts: ABI diff, the gate, and the provenance and PyPI steps (stand-ins
 that record the files they were given), which must get exactly the wheels the builds recorded;
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.helpers import fake_github
+from tests.helpers.report import make_test, make_test_result
 from tests.runners.harness import (
     OWNER,
     REPO_ROOT,
@@ -46,6 +51,31 @@ pytestmark = [
 REPO_ID = 4242
 FORK = "contributor/sample-ext"
 PR_NUMBER = 7
+
+
+# What the pull request's committed plan would change: a test of the sample deselected, the timeout
+# raised; and the summary of the result it commits for its cell.
+DESELECTED = "tests/test_core.py::test_version_and_abi"
+PLANTED = "passed, as committed by the pull request"
+
+
+def commit_an_output_folder(project: Project) -> None:
+    """The contributor's change commits `.xcompat-out/`: the plan of the signed matrix with other
+    test settings (its matrix_sha256 field left as it was) and a passing result for its cell."""
+    matrix = project.path / ".xcompat" / "matrix.yml"
+    plan = json.loads(subprocess.run([sys.executable, "-m", "xcompat", "matrix", "plan", str(matrix), "--format",
+                                      "json"], check=True, capture_output=True, text=True).stdout)
+    plan["settings"]["tests"].update(pytest_args=["--deselect", DESELECTED], timeout=999)
+    out = project.path / ".xcompat-out"
+    out.mkdir()
+    (out / "plan.json").write_text(json.dumps(plan))
+    planted = make_test_result(project.cell, [make_test("tests/test_planted.py::test_planted")])
+    planted["summary"] = PLANTED
+    (out / "results" / project.cell / "planted").mkdir(parents=True)
+    (out / "results" / project.cell / "planted" / "test.json").write_text(json.dumps(planted))
+    # act copies the workspace as .gitignore says, as a checkout does not: the change un-ignores it.
+    gitignore = project.path / ".gitignore"
+    gitignore.write_text(gitignore.read_text().replace(".xcompat-out/\n", ""))
 
 
 def readme_caller_workflow() -> str:
@@ -101,7 +131,9 @@ def green(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GreenRun]:
     commit_all(project.path, "CI workflows")
     project.base = git(project.path, "rev-parse", "HEAD")
     (project.path / "CHANGES.md").write_text("a contributor's change\n")
+    commit_an_output_folder(project)
     head = commit_all(project.path, "contributor change")
+    assert ".xcompat-out/plan.json" in git(project.path, "ls-files", ".xcompat-out")
     fake = fake_github.start(fake_github.FakeGitHub(fake_github.load_contract(), owner=OWNER, repo="sample-ext"))
     fake.add_pull(PR_NUMBER, head, head_repo=FORK)
     run = run_act(project.path, "pull_request", pull_request_event(project, head, fork=True), work=work,
@@ -128,6 +160,15 @@ def test_fork_pull_request_runs_every_stage_green(green: GreenRun) -> None:
     assert {"test.json", "junit.xml"} <= results
     test = json.loads((artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "test.json").read_text())
     assert test["status"] == "passed", test.get("summary")
+    # The signed settings ran, not the committed plan's: nothing deselected, the timeout of the matrix.
+    assert DESELECTED in {t["nodeid"] for t in test["tests"]}, sorted(t["nodeid"] for t in test["tests"])
+    assert test["timeout_s"] == 120
+    # The committed result was neither uploaded with the cell's results nor counted by the report.
+    assert not (artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "planted").exists()
+    report = (artifact(green, "xcompat-report") / "report.json").read_text()
+    assert PLANTED not in report
+    [cell] = json.loads(report)["cells"]
+    assert [s["kind"] for s in cell["stages"]].count("test") == 1, cell["stages"]
     # The edge cases (hypothesis + numpy from the testing extra) ran, not skipped at import.
     junit = artifact(green, f"xcompat-results-{project.cell}-test") / project.cell / "junit.xml"
     assert {"tests.test_core", "tests.test_ops", "tests.test_edge_cases"} <= modules_that_ran(junit)

@@ -5,7 +5,9 @@ The README's `.gitlab-ci.yml`, with the component included by `include: local:` 
 request pipeline: verify + plan, then the child pipeline the plan job generates (build, test,
 report, gate per cell) through gitlab-ci-local's downstream pipelines. xcompat is installed
 by every job from `install-source` (a git URL of a snapshot of this checkout, as the default
-points at the component's own project). The Notes API is the loopback fake GitLab.
+points at the component's own project). The Notes API is the loopback fake GitLab. The failing
+change's test job is first handed a plan whose settings skip the failing test (its matrix_sha256
+field kept), and refuses it; the change also commits a result for its cell, which is not counted.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 import yaml
 from tests.helpers import fake_gitlab
 from tests.helpers.fake_github import start, stop
+from tests.helpers.report import make_test, make_test_result
 from tests.runners.harness import (
     ACTION_REPOSITORY,
     REPO_ROOT,
@@ -177,10 +180,31 @@ def test_failing_cell_turns_the_child_pipeline_red(pipeline: Pipeline) -> None:
     assert (out / "child.yml").is_file() and pipeline.trigger, "the green pipeline did not run"
     (project.path / "tests" / "test_regression.py").write_text(
         "def test_scale_is_kept():\n    assert 2 * 3 == 7, 'the scale factor was dropped'\n")
+    # The change also commits a passing result for its cell, beside the ones the jobs will write.
+    planted = make_test_result(project.cell, [make_test("tests/test_planted.py::test_planted")])
+    planted["summary"] = "passed, as committed by the merge request"
+    (out / "results" / project.cell / "planted").mkdir(parents=True)
+    (out / "results" / project.cell / "planted" / "test.json").write_text(json.dumps(planted))
+    git(project.path, "add", "--force", str(out / "results" / project.cell / "planted" / "test.json"))
     commit_all(project.path, "a change whose test fails")
+    variables = child_variables(pipeline.trigger, 42)
+
+    # A plan the plan job did not write (a swapped artifact): the failing test deselected, the
+    # matrix_sha256 field as the verified plan's. The test job refuses it before running anything.
+    genuine = (out / "plan.json").read_text()
+    forged = json.loads(genuine)
+    forged["settings"]["tests"]["pytest_args"] = ["--deselect", "tests/test_regression.py::test_scale_is_kept"]
+    (out / "plan.json").write_text(json.dumps(forged))
+    try:
+        refused = run_gitlab_ci_local(project.path, work=pipeline.work, file=".xcompat-out/child.yml",
+                                      variables=variables, jobs=["xcompat:test"])
+    finally:
+        (out / "plan.json").write_text(genuine)
+    assert refused.returncode != 0, refused.log[-6000:]
+    assert "$.settings.tests.pytest_args is not what the verified matrix" in refused.log, refused.log[-6000:]
+
     run = run_gitlab_ci_local(project.path, work=pipeline.work, file=".xcompat-out/child.yml",
-                              variables=child_variables(pipeline.trigger, 42),
-                              jobs=["xcompat:test", "xcompat:report", "xcompat:gate"])
+                              variables=variables, jobs=["xcompat:test", "xcompat:report", "xcompat:gate"])
     assert run.returncode != 0, run.log[-6000:]
     statuses = {name.split(":")[1].split()[0]: status for name, status in run.jobs.items()}
     assert statuses == {"test": "failure", "report": "failure", "gate": "failure"}, run.jobs
@@ -191,6 +215,12 @@ def test_failing_cell_turns_the_child_pipeline_red(pipeline: Pipeline) -> None:
     notes = [n for n in pipeline.fake.notes if "xcompat" in n["body"]]
     assert len(notes) == 1, "the MR note is updated in place, not posted again"
     assert "test_scale_is_kept" in notes[0]["body"]
+    # The committed result went before the jobs read the folder: not counted, not in the report.
+    assert not (out / "results" / project.cell / "planted").exists()
+    report = (out / "report" / "report.json").read_text()
+    assert "as committed by the merge request" not in report
+    [cell] = json.loads(report)["cells"]
+    assert [s["kind"] for s in cell["stages"]].count("test") == 1, cell["stages"]
     assert pipeline.fake.violations == []
 
 
