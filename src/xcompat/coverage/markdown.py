@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from xcompat.coverage.languages import LANGUAGE_LABELS
+from xcompat.neutralise import MESSAGE_CHARS, markdown_text
 
 # Per-file rows shown before the table is cut (the JSON report always has every file).
 DEFAULT_MAX_FILE_ROWS = 200
@@ -85,6 +86,11 @@ def render_markdown(doc: dict[str, Any], *, max_file_rows: int = DEFAULT_MAX_FIL
     if len(files) > max_file_rows:
         out.append(f"| … {len(files) - max_file_rows} more files in coverage.json | | | | | | |")
     out += ["", "</details>", ""]
+    if doc["warnings"]:
+        # They name tests and files, which a pull request controls: made inert for Markdown.
+        out += ["### Warnings", ""]
+        out += [f"- {markdown_text(w, MESSAGE_CHARS)}" for w in doc["warnings"]]
+        out.append("")
     if doc["errors"]:
         out += ["### Unreadable coverage inputs", ""]
         for e in doc["errors"]:

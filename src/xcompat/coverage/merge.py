@@ -105,6 +105,9 @@ def merge_cells(paths: Sequence[str | Path]) -> MergeResult:
             prev.covered += summary.covered
         else:
             cells[cell_id] = summary
+        # A cell's own warnings (a plugin it lacked, tests with another outcome under coverage)
+        # stay visible in the merged result, named by cell.
+        warnings.extend(f"{cell_id}: {w}" for w in document.get("warnings") or () if isinstance(w, str))
         for problem in document.get("errors") or ():
             if isinstance(problem, dict):
                 errors.append(

@@ -339,6 +339,9 @@ def triage(report: Report) -> list[Problem]:
             title = rich(bold(f"{first.name} {outcome}"), *((": " + message,) if message else ()))
             # `...` in the table is code; the rest is prose.
             fix = rich(*((code(t) if i % 2 else t) for i, t in enumerate(PIPELINE_STAGE_FIX[first.name].split("`"))))
+        elif kind == "coverage":
+            title = rich(bold(f"coverage {outcome}"), *_cells_phrase(cells), *((": " + what,) if what else ()))
+            fix = _coverage_fix(first.message, report)
         elif first.name != first.kind:
             title = rich(bold(f"{kind} "), code(first.name), bold(f" {outcome}"), *_cells_phrase(cells))
             fix = rich(_first_line(first.message) or "see its log tail under Failures")
@@ -406,6 +409,36 @@ def triage(report: Report) -> list[Problem]:
         )
     problems.extend(_coverage_problems(report))
     return problems
+
+
+COVERAGE_INSTALL = "pip install 'xcompat[coverage]'"
+_NOT_MEASURED = re.compile(r"not measured: (.*?)(?:; coverage is required.*)?$")
+_BELOW = re.compile(r"(overall|diff) coverage [\d.]+% < threshold [\d.]+%")
+
+
+def _coverage_fix(message: str, report: Report) -> Rich:
+    """What was missing, from the coverage result's own words: the tools, a measurement (and
+    why not), or coverage of the lines a threshold counts."""
+    text = _first_line(message, 2000)
+    lift = ("; or remove the threshold from the signed matrix's ", code("coverage"),
+            " settings, which makes coverage informational")
+    if COVERAGE_INSTALL in text:
+        return rich("install the coverage tools where xcompat runs: ", code(COVERAGE_INSTALL), *lift)
+    found = _NOT_MEASURED.search(text)
+    if found:
+        return rich("make coverage measurable: ", found.group(1).rstrip(" ;"),
+                    " (the coverage stage's logs say more)", *lift)
+    below = {m.group(1) for m in _BELOW.finditer(text)}
+    cov = report.coverage
+    if "overall" in below and cov is not None:
+        worst = sorted((f for f in cov.files if f.uncovered and f.total),
+                       key=lambda f: (f.percent if f.percent is not None else 0, f.path))
+        first = (", first ", code(worst[0].path)) if worst else ()
+        return rich("test the files listed worst first under Coverage", *first,
+                    ", or lower the overall threshold in the signed matrix")
+    if "diff" in below:
+        return rich("cover the changed lines listed under Coverage, or lower the diff threshold in the signed matrix")
+    return rich(_first_line(message) or "see the coverage result's summary under Coverage")
 
 
 def _coverage_problems(report: Report) -> Iterable[Problem]:

@@ -6,8 +6,12 @@ is allowed: the matrix marks it ``required``, or its backend is in ``gate.requir
 ``required_stages(cell, settings, project)``: which stage kinds such a cell must pass, each
 with the reason. ``build`` always; ``test`` unless ``tests.pytest`` is empty; ``kernels``
 only when the matrix asks for kernels (``tests.kernels`` is not ``none``) and the project
-uses torch (its ``Requires-Dist`` or build requirements name it). ``probe``, ``abi`` and
-``coverage`` are judged by their own result (a failed one is red, a skipped one is not).
+uses torch (its ``Requires-Dist`` or build requirements name it). ``probe`` and ``abi`` are
+judged by their own result (a failed one is red, a skipped one is not).
+
+``coverage_requirement(settings)``: coverage is informational (a skipped coverage stage is not
+red: the tools are not installed, or it could not measure) unless the signed matrix sets a
+coverage threshold; then a coverage result that is not ``passed`` is red.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from typing import Any
 from xcompat.settings import ProjectFacts, Settings
 
 CELL_STAGES = ("build", "test", "kernels")
-# Stages whose "skipped" says nothing against the cell.
-INFORMATIONAL = frozenset({"probe", "coverage", "abi"})
+# Stages whose "skipped" says nothing against the cell (coverage: see coverage_requirement).
+INFORMATIONAL = frozenset({"probe", "abi"})
 
 
 def _get(cell: Any, name: str) -> Any:
@@ -65,3 +69,15 @@ def required_stages(cell: Any, settings: Settings | None, project: ProjectFacts 
         out["test"] = StageRequirement(kind="test", required=True, reason="the project's tests must pass")
     out["kernels"] = kernels_requirement(settings, project)
     return out
+
+
+def coverage_requirement(settings: Settings | None) -> StageRequirement:
+    """Coverage is required only when the signed matrix sets ``coverage.overall`` or ``coverage.diff``."""
+    c = settings.coverage if settings is not None else None
+    thresholds = [f"{name} {value:g}%" for name, value in (("overall", getattr(c, "overall", None)),
+                                                            ("diff", getattr(c, "diff", None))) if value is not None]
+    if not thresholds:
+        return StageRequirement(kind="coverage", required=False,
+                                reason="coverage is informational: the matrix sets no coverage threshold")
+    return StageRequirement(kind="coverage", required=True,
+                            reason=f"the matrix sets coverage thresholds ({', '.join(thresholds)})")

@@ -6,14 +6,15 @@
 * a cell's status is its worst counted stage (``xcompat.results.status.SEVERITY``);
   a planned cell with no result is ``missing``;
 * a ``skipped`` stage counts against the cell unless the stage is not required for it:
-  ``probe``, ``coverage`` and ``abi`` never are, ``kernels`` is not when the matrix sets
-  ``tests.kernels: none`` or the project does not use torch (``required_stages``);
+  ``probe`` and ``abi`` never are, ``coverage`` only when the matrix sets a coverage threshold
+  (``coverage_requirement``), ``kernels`` is not when the matrix sets ``tests.kernels: none``
+  or the project does not use torch (``required_stages``);
 * a required cell (``is_required``) that is not ``passed`` makes the verdict red, and so
   does a required stage kind without a result: the gate's ``--require-kind``; ``test``
   whenever the settings are known (a plan carries them) and ``tests.pytest`` is not
   empty; every required stage when the project is known, as in ``xcompat run``;
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
-  a fallback;
+  a fallback, and a skipped coverage result too when coverage is required;
 * a result that names another cell, or no cell (a run-level ABI diff or merged coverage),
   but lies in a cell's folder (``<cell>/`` or a CI artifact ``xcompat-results-<cell>-<stage>/``)
   is not counted and makes the verdict red: a cell's job, which runs the project's code, may
@@ -32,7 +33,7 @@ from typing import Any, Literal
 
 from xcompat.results.envelope import StageResult
 from xcompat.results.kinds import expand_build
-from xcompat.results.required import INFORMATIONAL, is_required, required_stages
+from xcompat.results.required import INFORMATIONAL, coverage_requirement, is_required, required_stages
 from xcompat.results.status import CellStatus, severity, worst
 from xcompat.settings import ProjectFacts, Settings
 
@@ -171,12 +172,15 @@ def judge(
                 spec = {**spec, "required": False}
             specs[cid] = (spec, plan_cells is None)
 
+    coverage = coverage_requirement(settings)
     cells: list[CellVerdict] = []
     for cid, (spec, planned) in specs.items():
         items = by_cell.get(cid, [])
         required = is_required(spec, settings)
         requirements = required_stages(spec, settings, project)
-        stages = tuple(_judge_stage(r, requirements) for r in items)
+        # Coverage is judged by the results there are, never asked of a cell: in CI the merged
+        # coverage is a run-level result.
+        stages = tuple(_judge_stage(r, {**requirements, "coverage": coverage}) for r in items)
         counted = [s.result for s in stages if s.counted]
         reason = ""
         if not items:
@@ -209,7 +213,8 @@ def judge(
             (problems if required else warnings).append(text if required else f"optional cell {text}")
 
     for result in global_results:
-        if result.status in RED_GLOBAL:
+        if result.status in RED_GLOBAL or (result.kind == "coverage" and result.status == "skipped"
+                                           and coverage.required):
             problems.append(f"{result.kind}: {result.status}" + (f" ({result.summary})" if result.summary else ""))
 
     for refusal in refused:

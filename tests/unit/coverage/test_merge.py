@@ -206,3 +206,17 @@ def test_markdown_cuts_long_file_tables_and_escapes_pipes(tmp_path):
     assert "… 3 more files in coverage.json" in md
     assert "`cell\\|x`" in md
     assert md.count("| `pkg/") == 3
+
+
+def test_a_cells_warnings_stay_in_the_merged_result_named_by_cell(tmp_path):
+    a = synthetic_artifact("py3.12-linux-x86_64-cpu", {"pkg/m.py": ([1, 2], [1, 0])})
+    a["warnings"] = ["tests/t.py::test_@x: passed in the test stage, failed under coverage"]
+    b = synthetic_artifact("py3.13-linux-x86_64-cpu", {"pkg/m.py": ([1, 2], [1, 1])})
+    cells = (write_artifact(tmp_path / "a.json", a), write_artifact(tmp_path / "b.json", b))
+    report = build_report(MergeOptions(cell_files=cells, repo=tmp_path, thresholds=Thresholds()))
+    assert report.document["warnings"] == [
+        "py3.12-linux-x86_64-cpu: tests/t.py::test_@x: passed in the test stage, failed under coverage"]
+    assert report.document["status"] == "passed"
+    # shown under Warnings in the Markdown, its mention made inert
+    warnings = report.markdown.split("### Warnings", 1)[1]
+    assert "test\\_@\u2060x" in warnings and "failed under coverage" in warnings
