@@ -187,7 +187,7 @@ def test_adopted_project_runs_green_and_agrees_with_pytest_and_nm(name, tmp_path
     project = PROJECTS[name]
     tree, previous = adopt(project, tmp_path, keys)
     out = tmp_path / "out"
-    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), "--no-coverage", cwd=tmp_path)
+    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), cwd=tmp_path)
     report = (out / "report.md").read_text() if (out / "report.md").exists() else ""
     assert (out / "run.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     stages = {s["name"]: s for s in json.loads((out / "run.json").read_text())["stages"]}
@@ -201,6 +201,15 @@ def test_adopted_project_runs_green_and_agrees_with_pytest_and_nm(name, tmp_path
     mine = by_test({t["nodeid"]: t["outcome"] for t in ours["tests"]}, project.tests)
     theirs = by_test(plain, project.tests)
     assert len(theirs) > 50 and mine == theirs
+
+    # coverage of the package's Python and C code (src/ layout or tests inside the package),
+    # never of its tests
+    assert stages["coverage"]["status"] == "passed", (stages["coverage"], run.stderr[-3000:])
+    measured = {f["path"] for f in json.loads((out / "coverage" / "coverage.json").read_text())["files"]}
+    package = str(Path(project.extension.replace(".", "/")).parent)
+    package = f"src/{package}" if (tree / "src" / package).is_dir() else package
+    assert {f"{package}/__init__.py", f"{package}/_speedups.c"} <= measured, sorted(measured)
+    assert not [p for p in measured if p.startswith(f"{project.tests}/")], sorted(measured)
 
     # the ABI verdict against nm -D on the same two wheels
     abi = json.loads((out / "abi.json").read_text())
@@ -221,7 +230,7 @@ def test_a_planted_failure_turns_the_report_red_and_is_named(name, tmp_path, key
     tree, previous = adopt(project, tmp_path, keys)
     plant(project, tree)
     out = tmp_path / "out"
-    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), "--no-coverage", cwd=tmp_path)
+    run = xcompat("run", str(tree), "--baseline", str(previous), "--out", str(out), cwd=tmp_path)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert report.startswith("## ❌"), report[:400]
