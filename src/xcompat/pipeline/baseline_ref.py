@@ -1,9 +1,10 @@
-"""The ABI baseline a matrix names (``abi.baseline``), found in the project's git history.
+"""The ABI baseline's sources: a ref the matrix names (``abi.baseline``), or an sdist.
 
 ``last-release-tag``: the greatest final-release tag (PEP 440, ``v1.2.3``) merged into HEAD.
 ``base-branch``: the remote's default branch (``origin/HEAD``, else ``origin/main`` or
 ``origin/master``). The project folder at that ref is exported with ``git archive`` (tracked
-files only, every member checked by xcompat.archives) so it can be built like any project.
+files only, every member checked by xcompat.archives) so it can be built like any project. An sdist
+(``--baseline pkg-1.0.0.tar.gz``) is extracted the same way, through the same member checks.
 """
 
 from __future__ import annotations
@@ -84,3 +85,30 @@ def export_ref(project: Path, ref: str, dest: Path) -> Path:
     extract_tar(None, dest, fileobj=io.BytesIO(proc.stdout), label=f"{project} (git archive {ref})",
                 what="source tree", links="copy", max_total=MAX_ARCHIVE_BYTES, if_exists="replace")
     return dest if rel == "." else dest / rel
+
+
+def _project_top(archive: Path, names: list[str]) -> str:
+    files = set(names)
+    for top in sorted({name.split("/", 1)[0] for name in names}):
+        if f"{top}/pyproject.toml" in files or f"{top}/setup.py" in files:
+            return top
+    raise InputError("the archive has no pyproject.toml or setup.py in its top folder, so it is not an sdist",
+                     file=str(archive), hint="pass the sdist of the last release (name-version.tar.gz)")
+
+
+def sdist_project(archive: Path) -> str:
+    """The folder inside an sdist that holds its project (``pkg-1.0.0``), every member checked
+    by xcompat.archives; ``InputError`` when it is not a tar archive, holds a member it refuses,
+    or has no ``pyproject.toml``/``setup.py`` at its top."""
+    from xcompat.archives import extract_tar
+
+    return _project_top(archive, extract_tar(archive, None, what="sdist", max_total=MAX_ARCHIVE_BYTES))
+
+
+def extract_sdist(archive: Path, dest: Path) -> Path:
+    """Extract an sdist into ``dest`` (replaced whole); returns its project folder."""
+    from xcompat.archives import extract_tar
+
+    top = sdist_project(archive)
+    extract_tar(archive, dest, what="sdist", max_total=MAX_ARCHIVE_BYTES, if_exists="replace")
+    return dest / top

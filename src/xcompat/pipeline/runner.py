@@ -98,6 +98,11 @@ def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = Non
     baseline = args.baseline
     if baseline is None and demo:
         baseline = release
+    from xcompat.pipeline.preflight import check_run_inputs
+
+    # Before the first build: an input that cannot work ends the run here, in one line.
+    check_run_inputs(project=project, matrix=loaded, matrix_path=matrix, settings=settings,
+                     baseline=baseline.resolve() if baseline is not None else None, env=env)
     return RunConfig(
         project=project,
         matrix=matrix,
@@ -128,7 +133,8 @@ class Stages:
         self.wheels: list[Path] = []
         self.site: Path | None = None
         self.halted: str | None = None  # why the remaining stages do not run
-        self.git_baseline: Path | None = None  # wheels built from abi.baseline's git ref
+        self.baseline_path: Path | None = None  # what the ABI is diffed against (xcompat.pipeline.baseline_stage)
+        self.baseline_missing: str | None = None  # why there is none
 
     def guarded(self, name: str, stage: Callable[[], StageResult]) -> Callable[[], StageResult]:
         """The stage, or "skipped" when an earlier stage halted the run (the report always runs)."""
@@ -181,6 +187,7 @@ class Stages:
             argv += ["--backend", b]
         result = p.run_command("plan", p.xcompat(*argv), outputs=[full])
         if result.status != "passed":
+            self.halted = "the plan stage failed"  # no cell to build or test for
             return result
         doc = load_json(full) or {}
         cells = doc.get("cells", [])
@@ -193,6 +200,7 @@ class Stages:
             result.status = "failed"
             result.detail = (f"the matrix has no cell for Python {python_tag()} on {system}/{arch} "
                              f"with backends {', '.join(backends)}")
+            self.halted = "the plan stage failed"
             return result
         # the first required cell drives the run; others on this machine share its results
         self.cell_id = next((c["id"] for c in local if c.get("required")), local[0]["id"])
@@ -233,45 +241,9 @@ class Stages:
         return result
 
     def baseline(self) -> StageResult:
-        p = self.pipe
-        base = self.cfg.baseline
-        if base is None:
-            return self._baseline_from_git()
-        if base.is_dir() and _is_project(base):
-            return self.run_build("baseline", base, p.path("baseline"))
-        if not base.exists():
-            return StageResult(name="baseline", status="error", detail=f"{base} does not exist")
-        return StageResult(name="baseline", status="passed", detail=f"using {base}")
+        from xcompat.pipeline.baseline_stage import run_baseline
 
-    def _baseline_from_git(self) -> StageResult:
-        """No --baseline: the matrix's abi.baseline (last release tag or base branch), built from git."""
-        from xcompat.errors import XcompatError
-        from xcompat.pipeline.baseline_ref import export_ref, resolve_baseline_ref
-
-        p = self.pipe
-        which = self.settings.abi.baseline
-        ref, what = resolve_baseline_ref(self.cfg.project, which)
-        if ref is None:
-            return StageResult(name="baseline", status="skipped",
-                               detail=f"abi.baseline {which}: {what}; pass --baseline PATH to diff against one")
-        try:
-            source = export_ref(self.cfg.project, ref, p.path(".baseline-src"))
-        except XcompatError as exc:
-            return StageResult(name="baseline", status="error", detail=f"abi.baseline {which}: {exc}")
-        out = p.path("baseline")
-        result = self.run_build("baseline", source, out)
-        if result.status == "passed":
-            self.git_baseline = out
-            result.detail = f"abi.baseline {which}: {what}"
-        return result
-
-    def _baseline_path(self) -> Path | None:
-        base = self.cfg.baseline
-        if base is None:
-            return self.git_baseline
-        if base.is_dir() and _is_project(base):
-            return self.pipe.path("baseline")
-        return base
+        return run_baseline(self)
 
     # 4. device probe
     def probe(self) -> StageResult:
@@ -371,20 +343,9 @@ class Stages:
 
     # 7. ABI diff against the last release, with the matrix's abi policy
     def abi(self) -> StageResult:
-        p = self.pipe
-        base = self._baseline_path()
-        if base is None or not base.exists():
-            return StageResult(name="abi", status="skipped", detail="no baseline to diff against")
-        if not self.wheels:
-            return StageResult(name="abi", status="skipped", detail="no wheel to diff (the build failed)")
-        policy = p.path(".inputs", "abi-policy.json")  # an input, not a result: a hidden folder
-        jsonio.write_json(policy, self.settings.abi_policy_document())
-        argv: list[str | os.PathLike[str]] = [
-            "abi", "diff", base, p.path("wheels"), "--format", "markdown", "-o", p.path("abi.json"),
-            "--against-version", "--policy", policy]
-        if self.cell_id:
-            argv += ["--cell-id", self.cell_id]
-        return p.run_command("abi", p.xcompat(*argv), outputs=[p.path("abi.json")])
+        from xcompat.pipeline.baseline_stage import run_abi
+
+        return run_abi(self)
 
     # 8. merged coverage (Python from the tests; native when a coverage build is available)
     def coverage(self) -> StageResult:
@@ -419,9 +380,12 @@ class Stages:
             own = RESULT_OF_STAGE.get(result.name)
             if own is not None and self.pipe.path(own).is_file():
                 continue
-            if result.status == "passed" and own is None:
+            if result.name == "baseline":
+                from xcompat.pipeline.baseline_stage import baseline_envelope
+
+                jsonio.write_json(self.pipe.path("stages", "baseline.json"), baseline_envelope(result))
                 continue
-            if result.name == "baseline" and result.status == "skipped":
+            if result.status == "passed" and own is None:
                 continue
             kind = result.name if own is not None else "pipeline"
             status = {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(result.status, "failed")

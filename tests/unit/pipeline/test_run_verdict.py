@@ -164,8 +164,7 @@ def test_the_abi_stage_applies_the_signed_bumps(tmp_path: Path):
     assert policy.rules["glibc_floor_raised"] == "minor"
     stages = _stages(tmp_path, settings=cfg.settings)
     stages.wheels = [tmp_path / "x.whl"]
-    (tmp_path / "base.whl").write_bytes(b"")
-    stages.cfg = RunConfig(**{**stages.cfg.__dict__, "baseline": tmp_path / "base.whl"})
+    stages.baseline_path = tmp_path / "base.whl"  # what the baseline stage found
     seen: list[list[str]] = []
 
     def capture(name, argv, **kwargs):  # records the command line; the ABI diff itself is tested in tests/*/abi
