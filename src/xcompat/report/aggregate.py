@@ -191,6 +191,10 @@ def _file_coverage(files: tuple[K.CoverageFile, ...]) -> tuple[FileCoverage, ...
 
 
 def _coverage(result: StageResult) -> CoverageSection:
+    if K.is_cell_coverage_artifact(result):
+        # Only a cell's own artifact came (no merged coverage): its status and summary, no figures.
+        return CoverageSection(status=result.status, summary=result.summary, percent=None, languages=(), files=(),
+                               diff_percent=None, diff_threshold=None, diff_files=())
     data = K.coverage_data(result)
     return CoverageSection(
         status=result.status, summary=result.summary, percent=data.percent, languages=data.languages,

@@ -427,12 +427,23 @@ def _abi_fields(result: StageResult) -> None:
     abi_versions(result)
 
 
+def is_cell_coverage_artifact(result: StageResult) -> bool:
+    """A cell's own coverage artifact (``coverage collect``, schema coverage-cell: files keyed by
+    path), read for its figures only by ``coverage merge``; the report reads a merged result's."""
+    return result.kind == "coverage" and result.cell_id is not None and isinstance(result.data.get("files"), dict)
+
+
+def _coverage_fields(result: StageResult) -> None:
+    if not is_cell_coverage_artifact(result):
+        coverage_data(result)
+
+
 _CHECKS = {
     "test": (test_cases,),
     "kernels": (kernel_results,),
     "abi": (_abi_fields,),
     "build": (build_cells, build_wheels, build_errors),
-    "coverage": (coverage_data,),
+    "coverage": (_coverage_fields,),
     "probe": (probe_frameworks,),
 }
 
