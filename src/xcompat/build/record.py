@@ -77,7 +77,7 @@ def audit_built_wheel(
         gpu_code = gpu_f.result() if gpu_f is not None else {}
     audit_seconds = time.monotonic() - start
     try:
-        log = str(built.log.relative_to(out_dir))
+        log = str(Path(built.log).resolve().relative_to(Path(out_dir).resolve()))
     except ValueError:
         log = str(built.log)
     return {

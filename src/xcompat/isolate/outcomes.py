@@ -154,6 +154,9 @@ class RunResult:
     warmup: dict[str, Any] = field(default_factory=dict)
     findings: tuple[dict[str, Any], ...] = ()  # all sanitizer findings, deduplicated
     pytest_exit: int = 0
+    # Tests collected but never started because a file could not be collected (pytest then
+    # runs none of them, unless --continue-on-collection-errors).
+    not_run: int = 0
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
@@ -174,4 +177,9 @@ class RunResult:
         counts = self.counts()
         parts = [f"{n} {name}" for name, n in counts.items() if n]
         text = ", ".join(parts) if parts else "no tests"
-        return f"{len(self.records)} tests: {text} in {self.duration_s:.1f}s ({self.isolation} isolation)"
+        summary = f"{len(self.records)} tests: {text} in {self.duration_s:.1f}s ({self.isolation} isolation)"
+        if self.not_run:
+            errors = sum(1 for r in self.records if r.outcome == "error" and "::" not in r.nodeid)
+            summary = (f"{self.not_run} collected test{'s' if self.not_run != 1 else ''} did not run: "
+                       f"{errors or 'a'} file{'s' if errors != 1 else ''} could not be collected; {summary}")
+        return summary

@@ -35,6 +35,7 @@ def result_document(result: RunResult) -> dict[str, Any]:
         "devices": list(result.devices),
         "warmup": result.warmup,
         "counts": result.counts(),
+        "not_run": result.not_run,
         "tests": [record.to_dict() for record in result.records],
         "findings": list(result.findings),
     }

@@ -191,6 +191,11 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
 
     return RunResult(
         records=tuple(records),
+    not_run = 0
+    if getattr(runner, "collection_errors", None):
+        recorded = {r.nodeid for r in records}
+        not_run = sum(1 for nodeid in collected if nodeid not in recorded)
+
         isolation=isolation,
         start_method="in-process" if isolation == "none" else method,
         timeout_s=options.timeout_s,
@@ -208,6 +213,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
 def _check_deep_tool(deep: str | None, env: Mapping[str, str]) -> None:
     """Refuse a missing memory checker before the run, not after it."""
     import shutil
+        not_run=not_run,
 
     if deep == "valgrind" and shutil.which("valgrind", path=env.get("PATH")) is None:
         raise UnavailableError("valgrind is not installed", hint="apt-get install valgrind, or drop --deep")

@@ -18,6 +18,7 @@ from xcompat.report.model import (
     AbiSection,
     CellReport,
     CoverageSection,
+    ElsewhereCell,
     Failure,
     FileCoverage,
     Report,
@@ -253,7 +254,7 @@ def build_report(
 
     for cv in verdict.cells:
         required = cv.required
-        passed = failed = skipped = 0
+        passed = failed = skipped = not_run = 0
         stages: list[StageStatus] = []
         for judged in cv.stages:
             result = judged.result
@@ -264,6 +265,7 @@ def build_report(
             if result.kind == "test":
                 found, (p, f, s) = _test_failures(result, required)
                 passed, failed, skipped = passed + p, failed + f, skipped + s
+                not_run += K.tests_not_run(result)
                 failures.extend(found)
             elif result.kind == "kernels":
                 failures.extend(_kernel_failures(result, required))
@@ -286,7 +288,7 @@ def build_report(
         cell = CellReport(
             **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
             stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
-            tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
+            tests_not_run=not_run, tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
         )
         cells.append(cell)
         if cell.status in ("missing", "skipped") and required:
@@ -351,11 +353,23 @@ def build_report(
             headline += f"; ABI: {abi.required_bump} bump" if abi.required_bump != "none" else "; ABI: no change"
     if coverage is not None and coverage.percent is not None:
         headline += f"; coverage {coverage.percent:.1f}%"
+    elsewhere = _not_run_here(plan)
+    if elsewhere:
+        headline += f"; {len(elsewhere)} cell{'s' if len(elsewhere) != 1 else ''} not run here"
     return Report(
         title=title, conclusion=conclusion, headline=headline, cells=tuple(cells), failures=tuple(failures),
         problems=tuple(problems), warnings=tuple(warnings), abi=abi, coverage=coverage, other=tuple(other),
-        notes=tuple(notes_list), artifact_url=artifact_url,
+        notes=tuple(notes_list), artifact_url=artifact_url, not_run_here=elsewhere,
     )
+
+
+def _not_run_here(plan: Mapping[str, Any] | None) -> tuple[ElsewhereCell, ...]:
+    """The cells a local run's plan lists as not runnable on its machine (``check_plan`` read them)."""
+    listed = plan.get("not_run_here") if plan is not None else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(ElsewhereCell(id=c["id"], required=bool(c.get("required", True)), why=str(c.get("why", "")))
+                 for c in listed if isinstance(c, dict) and isinstance(c.get("id"), str))
 
 
 def _failure_name(result: StageResult) -> str:

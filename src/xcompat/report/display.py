@@ -244,6 +244,8 @@ def stage_parts(cell: CellReport) -> list[StagePart]:
             detail = (
                 f"{cell.tests_passed}/{ran}" if ran else ("no tests" if stage.status != "skipped" else "")
             )
+            if cell.tests_not_run:
+                detail = f"{detail}, {cell.tests_not_run} not run" if detail else f"{cell.tests_not_run} not run"
         parts.append(
             StagePart(
                 kind="tests" if stage.kind == "test" else stage.kind, status=stage.status, detail=detail
@@ -360,8 +362,12 @@ def outcome_parts(report: Report) -> list[str]:
     """The counts after the cells' (tests, ABI, coverage), each said once; plain text for every renderer."""
     parts = []
     passed, failed, skipped = test_totals(report)
+    not_run = sum(c.tests_not_run for c in report.cells)
     if passed or failed:
-        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else ""))
+        parts.append(f"tests {passed}/{passed + failed} passed" + (f", {skipped} skipped" if skipped else "")
+                     + (f", {not_run} not run (collection failed)" if not_run else ""))
+    elif not_run:
+        parts.append(f"tests: {not_run} not run (collection failed)")
     if report.abi is not None and not report.abi.compared:
         parts.append("ABI not compared")
     elif report.abi is not None:
@@ -380,7 +386,11 @@ def verdict_text(report: Report, gating_problems: int) -> str:
     the problems that decide it, else all of them)."""
     if report.conclusion == "success":
         required = sum(1 for c in report.cells if c.required)
-        return f"all {required} required cells passed" if required else "passed"
+        text = f"all {required} required cells passed" if required else "passed"
+        elsewhere = sum(1 for c in report.not_run_here if c.required)
+        if elsewhere:
+            text += f" here; {elsewhere} more required cell{'s' if elsewhere != 1 else ''} not run here"
+        return text
     if report.conclusion == "neutral":
         return "nothing conclusive ran"
     n = gating_problems or len(report.problems)

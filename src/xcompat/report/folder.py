@@ -26,11 +26,11 @@ def report_from_folder(
     notes: Iterable[str] = (),
     display_root: Path | None = None,
 ) -> tuple[LoadedResults, Report]:
-    """``display_root``: skipped files are named relative to it (a run names them inside its output folder)."""
+    """``display_root``: files under it are named relative to it (a run names them inside its output folder)."""
     from xcompat.report.aggregate import build_report
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    loaded = load_results(items, plan_path=plan_path)
+    loaded = load_results(items, plan_path=plan_path, relative_to=display_root)
     settings: Settings | None = None
     project: ProjectFacts | None = None
     all_notes = list(notes)
@@ -43,15 +43,7 @@ def report_from_folder(
                              "CI refuses it until it is signed)")
         if settings.overridden:
             all_notes.append("settings overridden on the command line: " + ", ".join(settings.overridden))
-    def shown(path: str) -> str:
-        if display_root is None:
-            return path
-        try:
-            return str(Path(path).relative_to(display_root))
-        except ValueError:
-            return path
-
-    all_notes += [f"not a stage result, ignored: {shown(path)}" for path in loaded.skipped_files]
+    all_notes += [f"not a stage result, ignored: {path}" for path in loaded.skipped_files]
     report = build_report(loaded.results, loaded.plan, title=title, artifact_url=artifact_url, notes=all_notes,
                           settings=settings, project=project)
     if settings is not None and settings.signed is False:

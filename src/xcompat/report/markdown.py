@@ -437,6 +437,8 @@ def cells_section(report: Report) -> Section:
             if (c.tests_passed or c.tests_failed)
             else "—"
         )
+        if c.tests_not_run:
+            tests = f"{tests}, {c.tests_not_run} not run" if tests != "—" else f"{c.tests_not_run} not run"
         # The reason only where the stages do not already say it (missing, skipped, fallback).
         reason = inline(c.reason)[:300] if c.status in ("missing", "skipped", "fallback") else ""
         note = display.tested_note(c)
@@ -452,10 +454,28 @@ def cells_section(report: Report) -> Section:
     table = _table(["Cell", "Status", "Stages", "Tests passed", "Note"], rows[:TABLE_ROWS])
     if len(rows) > TABLE_ROWS:
         table += "\n\n" + _more(len(rows) - TABLE_ROWS, "cells", report)
+    elsewhere = not_run_here_lines(report)
+    if elsewhere:
+        table += "\n\n" + elsewhere
     body = f"<details><summary>All cells ({len(report.cells)})</summary>\n\n{table}\n\n</details>"
     return Section(
         key="cells", priority=5, renditions=(body, folded_stub("All cells", f"{len(rows)}", report))
     )
+
+
+def not_run_here_lines(report: Report) -> str:
+    """A local run's cells this machine cannot run: named, with why, so the verdict is not read
+    as the whole matrix's."""
+    cells = report.not_run_here
+    if not cells:
+        return ""
+    required = sum(1 for c in cells if c.required)
+    head = (f"**Not run here ({len(cells)}, {required} required):** this machine cannot run them; "
+            "CI runs each on its own runner.")
+    items = [f"- {code(c.id)}{'' if c.required else ' (optional)'}: {inline(c.why)}" for c in cells[:TABLE_ROWS]]
+    if len(cells) > TABLE_ROWS:
+        items.append(f"- … and {len(cells) - TABLE_ROWS} more")
+    return head + "\n\n" + "\n".join(items)
 
 
 def other_warnings(report: Report) -> list[str]:

@@ -74,6 +74,8 @@ class CellReport:
     tests_passed: int = 0
     tests_failed: int = 0
     tests_skipped: int = 0
+    # collected, never run: a test file could not be collected, so pytest ran none of them
+    tests_not_run: int = 0
     # Display facts (optional; empty when the results did not say):
     # the runner labels the plan gave this cell, shown when its job never reported;
     runs_on: tuple[str, ...] = ()
@@ -179,6 +181,16 @@ class CoverageSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ElsewhereCell:
+    """A cell of the matrix that a local run could not run on its machine (another Python,
+    platform, architecture or device), and why: the run makes no claim about it."""
+
+    id: str
+    required: bool
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report:
     title: str
     conclusion: Conclusion
@@ -192,6 +204,11 @@ class Report:
     other: tuple[StageResult, ...] = ()
     notes: tuple[str, ...] = ()
     artifact_url: str | None = None
+    # a local run's cells that its machine cannot run: listed, never judged
+    not_run_here: tuple[ElsewhereCell, ...] = ()
+    # the shell command (in the project's folder) that reruns one test, "{test}" standing for
+    # its node id; set by the run that installed the wheel it names
+    rerun: str | None = None
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {status: 0 for status in CELL_STATUSES}
@@ -211,8 +228,9 @@ class Report:
             d = asdict(c)
             d["frameworks"] = dict(c.frameworks)
             d["stages"] = [asdict(s) for s in c.stages]
-            d["tests"] = {"passed": c.tests_passed, "failed": c.tests_failed, "skipped": c.tests_skipped}
-            for key in ("tests_passed", "tests_failed", "tests_skipped", "runs_on", "tested_frameworks"):
+            d["tests"] = {"passed": c.tests_passed, "failed": c.tests_failed, "skipped": c.tests_skipped,
+                          "not_run": c.tests_not_run}
+            for key in ("tests_passed", "tests_failed", "tests_skipped", "tests_not_run", "runs_on", "tested_frameworks"):
                 d.pop(key)
             return d
 
@@ -250,6 +268,8 @@ class Report:
             ],
             "notes": list(self.notes),
             "artifact_url": self.artifact_url,
+            "not_run_here": [asdict(c) for c in self.not_run_here],
+            "rerun": self.rerun,
         }
         if self.abi is not None:
             doc["abi"] = {

@@ -84,13 +84,12 @@ def text_sections(report: Report) -> list[Section]:
             [c.id, STATUS_ASCII[c.status] + ("" if c.required else "?"), _one_line(c.reason)[:120]]
             for c in report.cells
         ]
-        out.append(
-            Section(
-                key="cells",
-                priority=5,
-                renditions=("Cells\n" + _table(["cell", "status", "reason"], cell_rows), ""),
-            )
-        )
+        cells_text = "Cells\n" + _table(["cell", "status", "reason"], cell_rows)
+        if report.not_run_here:
+            cells_text += "\nNot run here (this machine cannot run them; CI runs each on its own runner)\n" + _table(
+                ["cell", "required", "why"],
+                [[c.id, "yes" if c.required else "no", _one_line(c.why)[:120]] for c in report.not_run_here])
+        out.append(Section(key="cells", priority=5, renditions=(cells_text, "")))
     from xcompat.report.markdown import shown_failures
 
     failures = shown_failures(report)

@@ -13,6 +13,7 @@ Texts are ``Rich`` tuples of (style, text) segments, style "" (prose), "code" or
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -85,7 +86,29 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
+def rerun_command(report: Report, name: str) -> tuple[str, ...] | tuple[tuple[str, str], ...]:
+    """The words and command that rerun one test alone: the run's own command (in the project's
+    folder, against the wheel it installed) when the report came from one, else ``xcompat test``
+    with the cell's wheel installed."""
+    quoted = shlex.quote(name)
+    if report.rerun and "{test}" in report.rerun:
+        return ("rerun it alone with ", code(report.rerun.replace("{test}", quoted, 1)))
+    return ("with the cell's wheel installed, rerun it alone with ", code(f"xcompat test --isolate test {quoted}"))
+
+
+def _not_run_phrase(report: Report, name: str, cells: Sequence[str]) -> str:
+    """For a file that could not be collected: how many collected tests never ran because of it."""
+    if "::" in name:
+        return ""
+    count = sum(c.tests_not_run for c in report.cells if c.id in cells) if cells else \
+        sum(c.tests_not_run for c in report.cells)
+    if not count:
+        return ""
+    return (f"; pytest stops at a file it cannot collect: {count} collected test{'s' if count != 1 else ''} "
+            "did not run")
+
+
+def _test_problem(outcome: str, name: str, group: Sequence[Failure], report: Report) -> Problem:
     first = group[0]
     cells = tuple(f.cell_id for f in group if f.cell_id)
     gating = any(f.required for f in group)
@@ -106,20 +129,17 @@ def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
                 "the crash is in ",
                 code(where),
                 *((" calling ", code(callee)) if callee else ()),
-                "; reproduce it alone with ",
-                code(f"xcompat test --isolate test {name}"),
+                "; ",
+                *rerun_command(report, name),
             )
         else:
-            fix = rich(
-                "reproduce it alone with ",
-                code(f"xcompat test --isolate test {name}"),
-                "; the trace is under Failures",
-            )
+            fix = rich(*rerun_command(report, name), "; the trace is under Failures")
     elif outcome == "timeout":
         fix = rich(
             "it ran past the per-test timeout: the stack at the timeout is under Failures; fix the hang or raise ",
             code("tests.timeout"),
-            " in the matrix",
+            " in the matrix; ",
+            *rerun_command(report, name),
         )
     elif outcome == "leaked":
         fix = rich(
@@ -142,9 +162,10 @@ def _test_problem(outcome: str, name: str, group: Sequence[Failure]) -> Problem:
             )
         elif message and message != outcome:
             where = f"{first.file}:{first.line}" if first.file and first.line else (first.file or "")
-            fix = rich(message, *((" (", code(where), ")") if where else ()))
+            fix = rich(message, *((" (", code(where), ")") if where else ()), _not_run_phrase(report, name, cells))
         else:
             fix = rich("see its log tail under Failures")
+        fix = rich(*fix, "; ", *rerun_command(report, name))
     return Problem(
         status=outcome if outcome in ("crashed", "timeout", "leaked", "error") else "failed",
         title=title,
@@ -328,7 +349,7 @@ def triage(report: Report) -> list[Problem]:
         tests.items(),
         key=lambda kv: (not any(f.required for f in kv[1]), order.get(kv[0][0], 1), -len(kv[1]), kv[0][1]),
     ):
-        problems.append(_test_problem(outcome, name, group))
+        problems.append(_test_problem(outcome, name, group, report))
     for (kind, outcome, what), group in sorted(
         stages.items(), key=lambda kv: (not any(f.required for f in kv[1]), kv[0])
     ):

@@ -58,6 +58,21 @@ def is_plan(document: Any) -> bool:
             and document.get("kind") in (None, "plan") and "status" not in document)
 
 
+def is_own_output(document: Any) -> bool:
+    """A document xcompat writes that is not a stage result: a run's summary (run.json), a
+    report, a badge, ``matrix verify``'s record. A results folder holds them; they are passed
+    over without a note, which is kept for JSON files xcompat did not write."""
+    if not isinstance(document, dict):
+        return False
+    kind = document.get("kind")
+    return (
+        (isinstance(kind, str) and kind in NOT_RESULTS)
+        or {"verified", "sha256"} <= document.keys()  # schemas/verify.schema.json
+        or ({"project", "matrix", "stages"} <= document.keys() and isinstance(document["stages"], list))  # run
+        or "schemaVersion" in document  # badge (the shields.io endpoint format)
+    )
+
+
 def is_settings(document: Any) -> bool:
     return isinstance(document, dict) and document.get("kind") == "settings"
 
@@ -83,6 +98,20 @@ def check_plan(document: Any, source: str) -> dict[str, Any]:
         if "required" in cell and not isinstance(cell["required"], bool):
             raise InputError(f"$.cells[{index}].required: must be true or false, got {cell['required']!r}",
                              file=source)
+    elsewhere = document.get("not_run_here", [])
+    if not isinstance(elsewhere, list):
+        raise InputError('$.not_run_here: expected a list of {"id", "required", "why"}', file=source)
+    for index, cell in enumerate(elsewhere):
+        where = f"$.not_run_here[{index}]"
+        if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+            raise InputError(f'{where}: each cell needs a string "id"', file=source)
+        problem = cell_id_problem(cell["id"])
+        if problem:
+            raise InputError(f"{where}.id: {problem}", file=source)
+        if cell["id"] in seen:
+            raise InputError(f"{where}: cell {cell['id']!r} is also a cell of the plan", file=source)
+        if not isinstance(cell.get("required"), bool) or not isinstance(cell.get("why"), str):
+            raise InputError(f'{where}: needs "required" (true or false) and "why" (a string)', file=source)
     return document
 
 
@@ -140,8 +169,21 @@ def refused_result(source: str, err: InputError, document: Any = None) -> StageR
                        refused=refusal)
 
 
-def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = None) -> LoadedResults:
-    """Every stage result under ``paths``; a plan and a run's settings found among them are kept."""
+def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = None,
+                 relative_to: Path | None = None) -> LoadedResults:
+    """Every stage result under ``paths``; a plan and a run's settings found among them are kept.
+
+    ``relative_to``: files found under that folder are named relative to it (a run names its
+    results inside its output folder, whose staging name is gone once the run is in place)."""
+
+    def name(file: Path) -> str:
+        if relative_to is not None:
+            try:
+                return str(file.relative_to(relative_to))
+            except ValueError:
+                pass
+        return str(file)
+
     results: list[StageResult] = []
     skipped: list[str] = []
     plan = load_plan(plan_path) if plan_path is not None else None
@@ -163,10 +205,10 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                 try:
                     size = file.stat().st_size
                 except OSError as exc:  # a dangling or looping symlink in a downloaded bundle
-                    results.append(refused_result(str(file), InputError(f"cannot read ({exc.strerror})", file=file)))
+                    results.append(refused_result(name(file), InputError(f"cannot read ({exc.strerror})", file=file)))
                     continue
                 if size > MAX_RESULT_BYTES:
-                    skipped.append(str(file))
+                    skipped.append(name(file))
                     continue
                 files_read += 1
                 bytes_read += size
@@ -178,23 +220,23 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
                 try:
                     document = _read(file)
                 except InputError as err:  # unreadable, not JSON, truncated, too deep
-                    results.append(refused_result(str(file), err))
+                    results.append(refused_result(name(file), err))
                     continue
                 if is_plan(document):
                     if plan is None:
-                        plan, plan_source = check_plan(document, str(file)), str(file)
+                        plan, plan_source = check_plan(document, name(file)), name(file)
                     else:
-                        skipped.append(str(file))
+                        skipped.append(name(file))
                 elif is_settings(document):
                     if settings is None:
-                        settings, settings_source = document, str(file)
+                        settings, settings_source = document, name(file)
                 elif looks_like_result(document):
                     try:
-                        results.append(parse_envelope(document, str(file)))
+                        results.append(parse_envelope(document, name(file)))
                     except InputError as err:
-                        results.append(refused_result(str(file), err, document))
-                else:
-                    skipped.append(str(file))
+                        results.append(refused_result(name(file), err, document))
+                elif not is_own_output(document):
+                    skipped.append(name(file))
         elif path.is_file():
             resolved = path.resolve()
             if resolved in seen:

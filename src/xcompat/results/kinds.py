@@ -113,6 +113,14 @@ def test_cases(result: StageResult) -> list[TestCase]:
     return out
 
 
+def tests_not_run(result: StageResult) -> int:
+    """Tests collected but never run because a file could not be collected (0 when not said)."""
+    value = _int(result, result.data, "not_run", "$")
+    if value is not None and value < 0:
+        raise _fail(result, "$.not_run", "an integer of 0 or more", value)
+    return value or 0
+
+
 # -- kernels ------------------------------------------------------------------------------
 
 
@@ -439,7 +447,7 @@ def _coverage_fields(result: StageResult) -> None:
 
 
 _CHECKS = {
-    "test": (test_cases,),
+    "test": (test_cases, tests_not_run),
     "kernels": (kernel_results,),
     "abi": (_abi_fields,),
     "build": (build_cells, build_wheels, build_errors),

@@ -21,7 +21,7 @@ def _write(path: Path, document) -> None:
 
 def _report(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith(("GITHUB_", "GITLAB", "CI_"))}
-    return subprocess.run([sys.executable, "-m", "xcompat", "report", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "xcompat", "report", *args], capture_output=True, text=True, check=False,
                           env=env, timeout=60)
 
 
@@ -37,22 +37,27 @@ def _run_folder(tmp_path: Path, test_outcome: str = "passed") -> Path:
     _write(out / "report.json", {"version": 1, "kind": "report", "conclusion": "success", "cells": []})
     _write(out / "verify.json", {"version": 1, "verified": True, "sha256": "0" * 64})
     _write(out / "run.json", {"version": 1, "project": "p", "matrix": "m", "cell_id": cell.id, "stages": []})
+    _write(out / "badge.json", {"schemaVersion": 1, "label": "xcompat", "message": "passing", "color": "green"})
+    _write(out / "extra" / "package.json", {"name": "not-xcompat", "version": "1.0.0"})
     settings = {**defaults_settings(required_backends=("cpu",)).to_dict(),
                 "project": ProjectFacts(name="p", uses_torch=False, torch_evidence="none").to_dict()}
     _write(out / "settings.json", settings)
     return out
 
 
-def test_report_reads_a_run_output_folder_and_lists_what_it_skipped(tmp_path: Path):
+def test_report_reads_a_run_output_folder_and_notes_only_json_it_did_not_write(tmp_path: Path):
     out = _run_folder(tmp_path)
     proc = _report(str(out), "--format", "json")
     assert proc.returncode == 0, proc.stderr  # used to exit 2 reading report.json as a stage result
     report = json.loads(proc.stdout)
     assert report["conclusion"] == "success"
     notes = "\n".join(report["notes"])
-    for name in ("report.json", "verify.json", "run.json"):
-        assert f"not a stage result, ignored: {out / name}" in notes
-    assert "settings.json" not in notes and "plan.json" not in notes
+    # xcompat's own documents that are not stage results are passed over without a word
+    for name in ("report.json", "verify.json", "run.json", "badge.json", "settings.json", "plan.json"):
+        assert name not in notes, notes
+    # a JSON file xcompat did not write is named, relative to the folder given
+    assert notes.count("not a stage result, ignored:") == 1, notes
+    assert f"not a stage result, ignored: {out / 'extra' / 'package.json'}" in notes
 
 
 def test_report_of_a_red_run_folder_is_red(tmp_path: Path):
