@@ -1,6 +1,6 @@
 """The one CI-aware logger. Only this module (and a command's primary result on stdout) prints.
 
-Three dialects, picked from the environment (passed in as a mapping):
+Three dialects, picked by ``xcompat.ci`` from the environment (passed in as a mapping):
 
 * ``github``: ``::group::``/``::endgroup::`` folds, ``::error file=,line=::`` annotations
   (capped at GitHub's 10 errors + 10 warnings per step; the rest print as plain lines),
@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal, TextIO
 
+from xcompat.ci import detect_forge, is_ci
 from xcompat.neutralise import log_text
 
 Dialect = Literal["github", "gitlab", "terminal"]
@@ -31,11 +32,10 @@ GITHUB_ANNOTATIONS_PER_STEP = 10
 
 
 def detect_dialect(env: Mapping[str, str]) -> Dialect:
-    if env.get("GITHUB_ACTIONS") == "true":
-        return "github"
-    if env.get("GITLAB_CI") == "true":
-        return "gitlab"
-    return "terminal"
+    forge = detect_forge(env)
+    if forge == "github" or forge == "gitlab":
+        return forge
+    return "terminal"  # no CI, or a CI whose log has no folds or annotations of its own
 
 
 def _escape_data(text: str) -> str:
@@ -57,7 +57,7 @@ class Logger:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.stream = stream
         self.dialect: Dialect = detect_dialect(self.env)
-        self.ci = self.dialect != "terminal" or self.env.get("CI", "").lower() in ("1", "true", "yes")
+        self.ci = is_ci(self.env)
         self.verbosity = verbosity
         self._annotations = {"error": 0, "warning": 0}
         self._sections: list[tuple[str, float]] = []

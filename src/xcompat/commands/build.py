@@ -140,8 +140,9 @@ def execute(args: argparse.Namespace) -> int:
 
     log = get_logger()
     if args.backend is None:
-        ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-        args.backend = "cibuildwheel" if ci else "native"
+        from xcompat.ci import is_ci
+
+        args.backend = "cibuildwheel" if is_ci(os.environ) else "native"
     project = check_project(args.project)
     device = None
     if args.matrix is None and args.device:

@@ -1,4 +1,4 @@
-"""xcompat report: aggregate all cells' results, render, and deliver to GitHub / GitLab."""
+"""xcompat report: aggregate all cells' results, render, and deliver to forges (``FORGES``) by name."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--title", default="xcompat report", help="report title (also the check run name)")
     parser.add_argument("--artifact-url", metavar="URL", help="link to the full report, shown wherever sections are folded")
-    parser.add_argument("--github", action="store_true", help="deliver on GitHub: job summary, check run, sticky PR comment")
-    parser.add_argument("--gitlab", action="store_true", help="deliver on GitLab: MR note and JUnit / Code Quality artifacts")
+    from xcompat.forges import FORGES
+
+    for forge in FORGES.values():
+        parser.add_argument(f"--{forge.name}", dest=forge.name, action="store_true", help=forge.flag_help)
     parser.add_argument(
         "--from-artifact",
         metavar="DIR",
@@ -93,6 +95,8 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
 
 
 def execute(args: argparse.Namespace) -> int:
+    from xcompat.forges import FORGES
+    from xcompat.forges.base import PublishOptions
     from xcompat.jsonio import atomic_write_text
     from xcompat.log import get_logger
     from xcompat.report import render
@@ -115,15 +119,12 @@ def execute(args: argparse.Namespace) -> int:
             raise UsageError("give result files or folders (or --from-artifact DIR)")
         sources, plan_path = list(args.paths), args.plan
 
-    github_ctx = None
+    forges = [forge for forge in FORGES.values() if getattr(args, forge.name, False)]
     artifact_url = args.artifact_url
-    if args.github:
-        from xcompat.forges.github import GitHubContext
-
-        github_ctx = GitHubContext.from_env(env)
-        artifact_url = artifact_url or github_ctx.run_url
-    if args.gitlab and not artifact_url:
-        artifact_url = env.get("CI_JOB_URL") and f"{env['CI_JOB_URL']}/artifacts/browse/{args.bundle_dir}"
+    for forge in forges:
+        # Asked even when --artifact-url is given: a forge that cannot publish from here says so now.
+        forge_url = forge.artifact_url(env, Path(args.bundle_dir))
+        artifact_url = artifact_url or forge_url
     # A run's output folder or downloaded artifacts: its own report.json, verify.json and
     # run.json are not stage results and are listed in the notes; settings.json is read.
     loaded, report = report_from_folder(sources, plan_path=plan_path, title=args.title,
@@ -133,7 +134,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write_text(args.out, rendered)
         log.info(f"wrote {args.out}")
-    elif not (args.github or args.gitlab):
+    elif not forges:
         if args.format != "json":
             # Standard output is a CI log too: a log tail's "::" line must not run as a command there.
             from xcompat.neutralise import log_text
@@ -145,83 +146,28 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.report.badge import write_badge
 
     comment_mode = parse_mode("off" if args.no_comment else args.comment_mode)
-    urls: dict[str, str | None] = {}
     badge_paths = write_badge(report, args.badge_dir) if args.badge_dir else None
     failed_posts: list[str] = []
-    if args.github or args.gitlab:
+    if forges:
         bundle_dir = Path(args.bundle_dir)
         _write_bundle(bundle_dir, loaded, report)
         badge_paths = write_badge(report, bundle_dir)
         log.info(f"wrote the report bundle to {bundle_dir}/ (report.json, report.md, report.html, results/)")
-    if github_ctx is not None:
-        from xcompat.forges.github import GitHubPublisher, job_summary_budget, summary_markdown
-
-        summary_file = env.get("GITHUB_STEP_SUMMARY")
-        reason = github_ctx.read_only_reason()
-        summary_notes = []
-        if reason:
-            summary_notes.append(
-                f"Not posted as a check run or PR comment: {reason}. The report bundle artifact carries it; "
-                "the workflow_run stage posts it from the base repository."
-            )
-        if summary_file:
-            log.write_summary(summary_markdown(report, job_summary_budget(summary_file), summary_notes))
-        publisher = GitHubPublisher(github_ctx)
-        outcome = publisher.publish(
-            report,
+        options = PublishOptions(
+            env=env,
+            bundle_dir=bundle_dir,
             check_name=args.check_name or args.title,
-            comment=not args.no_comment,
-            check_run=not args.no_check_run,
             comment_key=args.comment_key,
             comment_mode=comment_mode,
+            check_run=not args.no_check_run,
             max_annotations=args.max_annotations,
+            results=tuple(loaded.results),
+            badge_paths=badge_paths,
         )
-        for delivery in outcome.deliveries:
-            urls[delivery.channel] = delivery.url
-            text = f"GitHub {delivery.channel}: {delivery.detail}" + (f" ({delivery.url})" if delivery.url else "")
-            if delivery.ok:
-                log.info(text)
-            else:
-                log.warning(text)
-                failed_posts.append(text)
-        if reason and failed_posts:
-            # Expected on forks: the report is in the summary and the bundle; not a posting failure.
-            failed_posts = []
-        if summary_file and failed_posts:
-            lines = "".join(f"> {line}\n" for line in failed_posts)
-            if len(lines.encode()) < job_summary_budget(summary_file):
-                log.write_summary("\n" + lines)
-        step_annotations = 10 if args.max_annotations is None else max(0, min(10, args.max_annotations))
-        for failure in [f for f in report.failures if f.file and f.required][:step_annotations]:
-            if failure.file and failure.required:
-                log.error(f"{failure.outcome}: {failure.name} [{failure.cell_id}]", file=failure.file, line=failure.line)
-    if args.gitlab:
-        from xcompat.forges.gitlab import GitLabContext, GitLabPublisher, write_artifacts
+        for forge in forges:
+            outcome = forge.publish(report, options)
+            failed_posts.extend(delivery.describe(forge.title) for delivery in outcome.posting_failures)
 
-        written = write_artifacts(report, loaded.results, Path(args.bundle_dir))
-        log.info("wrote GitLab report artifacts: " + ", ".join(str(p) for p in written))
-        if comment_mode != "off":
-            delivery = GitLabPublisher(GitLabContext.from_env(env)).publish(report, key=args.comment_key, mode=comment_mode)
-            text = f"GitLab {delivery.channel}: {delivery.detail}"
-            if delivery.ok:
-                log.info(text)
-            else:
-                log.warning(text)
-                failed_posts.append(text)
-
-    if github_ctx is not None:
-        from xcompat.report.step_outputs import step_outputs
-
-        outputs = step_outputs(
-            report,
-            check_run_url=urls.get("check run"),
-            comment_url=urls.get("PR comment"),
-            report_dir=str(args.bundle_dir),
-            badge_json=str(badge_paths[0]) if badge_paths else None,
-            badge_svg=str(badge_paths[1]) if badge_paths else None,
-        )
-        for name, value in outputs.items():
-            log.set_output(name, value)
     if failed_posts and args.on_post_failure == "fail":
         raise ToolError(
             f"{len(failed_posts)} delivery(ies) failed; the report is in the job summary and {args.bundle_dir}/",

@@ -21,12 +21,13 @@ report then goes to the job summary and the report bundle, and the two-stage
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.forges.base import Delivery, PublishOutcome
 from xcompat.forges.comment_mode import CommentMode, decide, digest_line
 from xcompat.forges.http import BudgetExceeded, ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.report.channels import Limits, load_limits
@@ -155,25 +156,6 @@ class GitHubContext:
             repository_id=env.get("GITHUB_REPOSITORY_ID") or None,
             comment_author=env.get("XCOMPAT_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR,
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Delivery:
-    """What happened on one channel."""
-
-    channel: str
-    ok: bool
-    detail: str
-    url: str | None = None
-
-
-@dataclass(kw_only=True)
-class PublishOutcome:
-    deliveries: list[Delivery] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[Delivery]:
-        return [d for d in self.deliveries if not d.ok]
 
 
 def annotations_for(report: Report, limits: Limits | None = None, max_annotations: int | None = None) -> list[dict[str, Any]]:

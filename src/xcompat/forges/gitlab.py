@@ -24,8 +24,8 @@ from typing import Any
 from urllib.parse import quote
 
 from xcompat.errors import InputError
+from xcompat.forges.base import Delivery
 from xcompat.forges.comment_mode import CommentMode, decide, digest_line
-from xcompat.forges.github import Delivery
 from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.jsonio import atomic_write_bytes, atomic_write_text, dump_json, validate
 from xcompat.limits import LIMITS, read_bounded

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from xcompat.ci import is_ci
 from xcompat.errors import InputError, UsageError
 from xcompat.matrix.config import AbiPolicy, CoverageThresholds, GateSettings, Matrix, TestSettings
 
@@ -44,10 +45,6 @@ def defaults() -> Mapping[str, Any]:
 
 def setting_keys() -> tuple[str, ...]:
     return tuple(defaults())
-
-
-def is_ci(env: Mapping[str, str]) -> bool:
-    return str(env.get("CI", "")).lower() in ("true", "1", "yes")
 
 
 @dataclass(frozen=True, kw_only=True)

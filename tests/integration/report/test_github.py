@@ -302,3 +302,13 @@ def test_cli_post_failure_exit_code_is_configurable(tmp_path, fake_github):
     assert "> GitHub check run: not posted" in summary.read_text()  # the summary says what did not arrive
     proc, _ = _cli(tmp_path, fake_github, event_name="pull_request", event=event, extra=["--on-post-failure", "fail"])
     assert proc.returncode == 4 and "delivery(ies) failed" in proc.stderr
+
+
+def test_cli_comment_mode_off_on_a_fork_mentions_no_comment(tmp_path, fake_github):
+    fork_event = {"pull_request": {"number": 9, "head": {"sha": SHA, "repo": {"full_name": "mallory/proj"}}}}
+    proc, _ = _cli(tmp_path, fake_github, event_name="pull_request", event=fork_event, token="read-only-token",
+                   extra=["--comment-mode", "off"])
+    assert proc.returncode == 1, proc.stderr
+    assert "GitHub check run: not posted" in proc.stderr
+    assert "PR comment" not in proc.stderr  # off means no comment: not a comment that could not be posted
+    assert fake_github.requests == []

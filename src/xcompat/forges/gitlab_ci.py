@@ -1,0 +1,46 @@
+"""GitLab as a forge: recognised by GitLab CI's environment, published as artifacts and an MR note.
+
+``publish`` writes the report artifacts GitLab's merge request widgets read (JUnit XML,
+Code Quality JSON, Cobertura) into the bundle, then creates or updates the MR note
+(``xcompat.forges.gitlab``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xcompat.forges.base import PublishOptions, PublishOutcome
+    from xcompat.report.model import Report
+
+
+class GitLabForge:
+    name = "gitlab"
+    title = "GitLab"
+    flag_help = "deliver on GitLab: MR note and JUnit / Code Quality artifacts"
+    channels = ("junit", "codequality", "cobertura", "gitlab_note")
+
+    def detect(self, env: Mapping[str, str]) -> bool:
+        return env.get("GITLAB_CI") == "true"
+
+    def artifact_url(self, env: Mapping[str, str], bundle_dir: Path) -> str | None:
+        job_url = env.get("CI_JOB_URL")
+        return f"{job_url}/artifacts/browse/{bundle_dir}" if job_url else None
+
+    def publish(self, report: Report, options: PublishOptions) -> PublishOutcome:
+        from xcompat.forges.base import PublishOutcome, log_deliveries
+        from xcompat.forges.gitlab import GitLabContext, GitLabPublisher, write_artifacts
+        from xcompat.log import get_logger
+
+        written = write_artifacts(report, options.results, options.bundle_dir)
+        get_logger().info("wrote GitLab report artifacts: " + ", ".join(str(p) for p in written))
+        outcome = PublishOutcome()
+        if options.comment_mode != "off":
+            context = GitLabContext.from_env(options.env)
+            outcome.deliveries.append(
+                GitLabPublisher(context).publish(report, key=options.comment_key, mode=options.comment_mode)
+            )
+        log_deliveries(self.title, outcome.deliveries)
+        return outcome
