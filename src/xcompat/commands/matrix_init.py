@@ -1,18 +1,25 @@
 """``xcompat matrix init [PROJECT]``: write a starter ``.xcompat/matrix.yml`` for a project.
 
-It reads the project's metadata (nothing is imported or run): the Python versions its
+It reads the project's metadata (nothing is imported): the Python versions its
 ``requires-python`` allows, where its tests are (``tests/`` at the top, or inside the
 package: then ``tests.pytest: [PKG.tests]`` with ``--pyargs``, so they run against the
 installed wheel), whether it uses torch (kernels run only then) and the repository from
 ``git remote get-url origin``. The file is validated before it is written, and it is
 unsigned: ``xcompat run`` runs it locally with a warning; sign it before CI.
+
+``tests.isolation`` is measured unless ``--no-measure``: the suite runs here under plain
+pytest, ``--isolate test`` and ``--isolate file`` within ``--measure-timeout`` seconds, and the
+strictest mode within the bound is written with what each cost (``xcompat.isolate.costs``).
+When the suite cannot be measured here the default is written, with the reason, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from xcompat.isolate.costs import DEFAULT_BUDGET_S, DEFAULT_PER_TEST_S, DEFAULT_RATIO
 from xcompat.outputs import OutputFile
 
 # CPython versions a starter matrix picks from (what requires-python allows).
@@ -26,7 +33,35 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", type=OutputFile(stdout=False), metavar="FILE",
                         help="where to write (default: PROJECT/.xcompat/matrix.yml)")
     parser.add_argument("--force", action="store_true", help="replace an existing matrix")
-    parser.epilog = "Exit codes: 0 written, 2 not a project, the file exists (without --force) or bad metadata."
+    parser.add_argument("--no-measure", action="store_true",
+                        help="do not run the tests to choose tests.isolation; write its default (test)")
+    parser.add_argument("--measure-timeout", type=_seconds, default=DEFAULT_BUDGET_S, metavar="S",
+                        help=f"time the measurement of tests.isolation may take (default {DEFAULT_BUDGET_S:g})")
+    parser.add_argument("--isolation-bound", type=_ratio, default=DEFAULT_RATIO, metavar="X",
+                        help=f"what an isolation mode may cost, in times plain pytest's time (default "
+                             f"{DEFAULT_RATIO:g}; up to +{DEFAULT_PER_TEST_S * 1000:g} ms a test is always allowed)")
+    parser.epilog = ("Exit codes: 0 written (also when the tests could not be measured: the default is written, "
+                     "with a note), 2 not a project, the file exists (without --force), bad metadata or a bad option.")
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not 1 <= number <= 24 * 3600:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 86400 seconds, not {value}")
+    return number
+
+
+def _ratio(value: str) -> float:
+    try:
+        number = float(value.removesuffix("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a ratio such as 2 or 1.5x, got {value!r}") from None
+    if not 1 <= number <= 1000:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (plain pytest's own time), not {value}")
+    return number
 
 
 def _repo_from_git(project: Path) -> str | None:
@@ -49,11 +84,23 @@ def _repo_from_git(project: Path) -> str | None:
     return "/".join(parts)
 
 
-def starter_matrix(project: Path, repo: str) -> str:
+def isolation_lines(mode: str, comment: list[str] | None = None, why_default: str | None = None) -> list[str]:
+    """The ``isolation:`` line of the starter matrix, with the measurement above it (``comment``)
+    or, for the default, why it was not measured (``why_default``)."""
+    if why_default is not None:
+        return [f"  isolation: {mode}  # the default; not measured: {why_default}"]
+    return [f"  # isolation, {line}" if i == 0 else f"  #   {line}" for i, line in enumerate(comment or [])] + [
+        f"  isolation: {mode}"]
+
+
+def starter_matrix(project: Path, repo: str, isolation: list[str] | None = None) -> str:
+    from xcompat.settings import defaults
     from xcompat.settings.project import find_tests, project_facts, supported_pythons
 
     pythons = supported_pythons(project, KNOWN_PYTHONS) or list(KNOWN_PYTHONS[-1:])
     paths, args = find_tests(project)
+    if isolation is None:
+        isolation = [f"  isolation: {defaults()['tests.isolation']}"]
     facts = project_facts(project)
     kernels = "all" if facts.uses_torch else "none"
     why_kernels = ("the project uses torch (" + facts.torch_evidence + ")") if facts.uses_torch \
@@ -87,7 +134,7 @@ def starter_matrix(project: Path, repo: str) -> str:
         lines.append(f"  pytest-args: {flow(args)}  # tests inside the package run against the installed wheel")
     lines += [
         f"  kernels: {kernels}  # {why_kernels}",
-        "  isolation: test",
+        *isolation,
         "  timeout: 300",
         "",
         "abi:",
@@ -118,8 +165,36 @@ def execute(args: argparse.Namespace) -> int:
     if repo is None:
         repo = "your-org/" + (project.name or "project")
         log.warning(f"no git remote 'origin': bound the matrix to {repo}; edit repo: before signing")
-    text = starter_matrix(project, repo)
+    starter_matrix(project, repo)  # bad metadata is refused before the tests are run
+    text = starter_matrix(project, repo, _isolation(args, project, log))
     load_matrix(text.encode(), source=str(out))  # a starter that does not validate is never written
     atomic_write_text(out, text)
     log.success(f"wrote {out} (unsigned): review it, then `xcompat matrix sign {out} --key KEY`")
     return 0
+
+
+def _isolation(args: argparse.Namespace, project: Path, log: Any) -> list[str]:
+    """``tests.isolation`` measured on the project's suite, or its default with the reason."""
+    from xcompat.isolate.costs import Bound, NotMeasured, measure, one_line
+    from xcompat.settings import defaults
+    from xcompat.settings.project import find_tests
+
+    default = str(defaults()["tests.isolation"])
+    if args.no_measure:
+        return isolation_lines(default, why_default="--no-measure")
+    paths, pytest_args = find_tests(project)
+    log.info(f"measuring what test isolation costs the suite (at most {args.measure_timeout:g} s; "
+             "--no-measure skips it)")
+    try:
+        found = measure(project, paths, pytest_args, budget_s=args.measure_timeout,
+                        bound=Bound(ratio=args.isolation_bound))
+    except NotMeasured as exc:
+        why = one_line(str(exc))
+        log.notice(f"isolation not measured: {why}; wrote the default, {default}")
+        return isolation_lines(default, why_default=why)
+    except OSError as exc:  # the interpreter or the temporary folder: still no traceback
+        why = one_line(f"{type(exc).__name__}: {exc}")
+        log.notice(f"isolation not measured: {why}; wrote the default, {default}")
+        return isolation_lines(default, why_default=why)
+    log.info(found.summary())
+    return isolation_lines(found.decision, found.comment_lines())

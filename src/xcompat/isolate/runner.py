@@ -54,7 +54,13 @@ from xcompat.isolate.processes import (
 )
 from xcompat.isolate.scheduler import run_groups
 from xcompat.isolate.strays import become_subreaper, collect_strays
-from xcompat.isolate.warmup import WarmState, torch_in_use_after_collection, warm_parent
+from xcompat.isolate.warmup import (
+    WarmState,
+    numba_in_use_after_collection,
+    torch_in_use_after_collection,
+    warm_numba,
+    warm_parent,
+)
 from xcompat.isolate.wire import Channel, leak_from_wire, report_from_wire, warning_from_wire
 
 
@@ -71,8 +77,13 @@ class IsolatedRunner:
         leak_kinds: tuple[str, ...] = (),
         leak_policy: LeakPolicy | None = None,
         warm_torch_after_collection: bool = False,
+        warm_numba: bool = False,
     ) -> None:
         self.isolation = isolation
+        # numba is set up after collection, before the first fork: when the suite's files name
+        # it (``warm_numba``), or when collection imported it anyway (the project's package).
+        self.warm_numba = warm_numba
+        self.numba_warmup: tuple[str | None, float] = (None, 0.0)
         # The suite's files never named torch, but collection may import it anyway (through the
         # project's package): then it is warmed before the first fork.
         self.warm_torch_after_collection = warm_torch_after_collection
@@ -156,6 +167,10 @@ class IsolatedRunner:
         if os.getpid() == self._parent and self.warm_torch_after_collection and torch_in_use_after_collection():
             self.late_warmup = warm_parent(use_torch=True)
             self.threads = self.late_warmup.threads
+        if os.getpid() == self._parent and self.isolation != "none" and (
+            self.warm_numba or numba_in_use_after_collection()
+        ):
+            self.numba_warmup = warm_numba()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: Any) -> bool | None:

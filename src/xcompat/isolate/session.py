@@ -106,14 +106,18 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
     if isolation == "none":
         slots = slots[:1]
 
-    from xcompat.isolate.warmup import WarmState, scan_roots, suite_imports_torch, warm_parent
+    from xcompat.isolate.warmup import WarmState, scan_roots, suite_imports, warm_parent
 
     warm = WarmState()
     warm_torch_late = False
+    numba_named = False
     if isolation != "none" and method == "fork":
         use_torch = options.warm_torch
+        named = suite_imports(scan_roots(options.paths, Path.cwd()),
+                              ("torch", "numba") if use_torch is None else ("numba",))
+        numba_named = "numba" in named
         if use_torch is None:  # auto: only a suite that imports torch gets it warmed
-            use_torch = suite_imports_torch(scan_roots(options.paths, Path.cwd()))
+            use_torch = "torch" in named
             warm_torch_late = not use_torch
         warm = warm_parent(preload=options.preload, use_torch=use_torch)
 
@@ -148,6 +152,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
             leak_kinds=options.leak_kinds,
             leak_policy=options.leak_policy,
             warm_torch_after_collection=warm_torch_late,
+            warm_numba=numba_named,
         )
     try:
         exit_code = int(pytest.main(args, plugins=[runner, *plugins]))
@@ -155,6 +160,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
         collected = list(runner.collected)
         if getattr(runner, "late_warmup", None) is not None:
             warm = runner.late_warmup
+        warm = warm.with_numba(*getattr(runner, "numba_warmup", (None, 0.0)))
     finally:
         runner.cleanup()
     if runner.interrupted:
@@ -185,17 +191,17 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
             hint="check the paths and any -k/-m selection after --",
         )
 
+    not_run = 0
+    if getattr(runner, "collection_errors", None):
+        recorded = {r.nodeid for r in records}
+        not_run = sum(1 for nodeid in collected if nodeid not in recorded)
+
     findings: tuple[dict, ...] = ()
     if options.deep:
         records, findings = _deep_checks(options, records, collected, env)
 
     return RunResult(
         records=tuple(records),
-    not_run = 0
-    if getattr(runner, "collection_errors", None):
-        recorded = {r.nodeid for r in records}
-        not_run = sum(1 for nodeid in collected if nodeid not in recorded)
-
         isolation=isolation,
         start_method="in-process" if isolation == "none" else method,
         timeout_s=options.timeout_s,
@@ -207,13 +213,13 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
         warmup=warm.to_dict(),
         findings=findings,
         pytest_exit=exit_code,
+        not_run=not_run,
     )
 
 
 def _check_deep_tool(deep: str | None, env: Mapping[str, str]) -> None:
     """Refuse a missing memory checker before the run, not after it."""
     import shutil
-        not_run=not_run,
 
     if deep == "valgrind" and shutil.which("valgrind", path=env.get("PATH")) is None:
         raise UnavailableError("valgrind is not installed", hint="apt-get install valgrind, or drop --deep")

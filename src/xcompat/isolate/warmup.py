@@ -15,6 +15,15 @@ imports ~520 more modules, ~0.6 s). Two things must never happen in the parent:
 Torch is warmed only for a suite that uses it (``suite_imports_torch``): a parent holding
 torch makes every fork slower (its page tables are copied) and costs ~2 s to start, which a
 suite that never imports torch should not pay.
+
+numba is warmed for a suite that uses it (named in its files, or imported by collection):
+the parent compiles one tiny function (:func:`warm_numba`), which sets up what numba's first
+compilation in a process sets up (LLVM, the CPU target, its typing and target contexts). A test
+process forked afterwards inherits all of it, so it only compiles its own functions, or loads
+them from numba's on-disk cache (``cache=True``) in milliseconds instead of the ~0.15 s that
+set-up costs every process that does it itself. What a test compiles in its own process is not
+kept: a function without ``cache=True`` is compiled again by every test process that calls it
+(``xcompat matrix init`` measures what that costs the suite, ``xcompat.isolate.costs``).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +46,7 @@ class WarmState:
     seconds: float = 0.0
     preloaded: tuple[str, ...] = field(default=())
     autograd: bool = False  # backward() ran in the parent (CPU-only builds of torch)
+    numba: str | None = None  # numba's version, when its compiler was set up in the parent
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +55,14 @@ class WarmState:
             "seconds": round(self.seconds, 3),
             "preloaded": list(self.preloaded),
             "autograd": self.autograd,
+            "numba": self.numba,
         }
+
+    def with_numba(self, version: str | None, seconds: float) -> WarmState:
+        if version is None:
+            return self
+        return replace(self, numba=version, seconds=self.seconds + seconds,
+                       preloaded=(*self.preloaded, "numba") if "numba" not in self.preloaded else self.preloaded)
 
 
 def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> WarmState:
@@ -114,9 +131,39 @@ def autograd_warm_up_is_fork_safe(torch: Any) -> bool:
     return not any(accelerators)
 
 
+def warm_numba() -> tuple[str | None, float]:
+    """Set numba's compiler up in this process: ``(numba's version, seconds)``, or ``(None, 0)``
+    when numba is not installed, cannot compile here, or ``XCOMPAT_TEST_WARM_NUMBA=0``.
+
+    One eager compilation of a one-line function, without ``parallel`` (numba's threading
+    layer would start a thread pool, which a fork does not carry over) and without ``cache``
+    (nothing is written). A failure is no reason to stop the run: the tests then pay the
+    set-up themselves, as they would without xcompat.
+    """
+    if os.environ.get("XCOMPAT_TEST_WARM_NUMBA") == "0":
+        return None, 0.0
+    start = time.perf_counter()
+    try:
+        import numba
+
+        add_one = numba.njit("int64(int64)", cache=False)(lambda x: x + 1)
+        if add_one(1) != 2:
+            return None, 0.0
+    except Exception:  # noqa: BLE001 - a broken numba is the tests' to report, not the warm-up's
+        return None, 0.0
+    return str(getattr(numba, "__version__", "unknown")), time.perf_counter() - start
+
+
+def numba_in_use_after_collection() -> bool:
+    """Collection imported numba (a test module, or the project's package, uses it)."""
+    return "numba" in sys.modules
+
+
 # `import torch`, `from torch.x import y` (at any indentation: lazy imports inside tests count),
-# and pytest.importorskip("torch").
+# and pytest.importorskip("torch"). The same for numba.
 _TORCH_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+torch\b|importorskip\(\s*[\"']torch\b", re.MULTILINE)
+_NUMBA_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+numba\b|importorskip\(\s*[\"']numba\b", re.MULTILINE)
+_IMPORTS = {"torch": _TORCH_IMPORT, "numba": _NUMBA_IMPORT}
 # Bounds of the scan: a suite bigger than this is assumed to need torch when torch is installed.
 SCAN_MAX_FILES = 5000
 SCAN_MAX_BYTES = 1 << 20
@@ -136,23 +183,33 @@ def _python_files(paths: Iterable[Path]) -> Iterable[Path]:
                     yield Path(dirpath) / name
 
 
-def suite_imports_torch(paths: Iterable[Path]) -> bool:
-    """Whether the Python files under ``paths`` (tests, conftests, their helpers) import torch.
+def suite_imports(paths: Iterable[Path], names: Iterable[str] = ("torch", "numba")) -> frozenset[str]:
+    """Which of ``names`` (``torch``, ``numba``) the Python files under ``paths`` (tests,
+    conftests, their helpers) import.
 
     A plain text scan, so nothing is imported; a suite past ``SCAN_MAX_FILES`` files counts as
-    using torch (warming it is the safe side: a parent that warmed torch never forks a child
+    using them all (warming is the safe side: a parent that warmed torch never forks a child
     into an OpenMP pool).
     """
+    wanted = {name: _IMPORTS[name] for name in names}
+    found: set[str] = set()
     for count, path in enumerate(_python_files(paths)):
         if count >= SCAN_MAX_FILES:
-            return True
+            return frozenset(wanted)
         try:
             with open(path, "rb") as fh:
-                if _TORCH_IMPORT.search(fh.read(SCAN_MAX_BYTES)):
-                    return True
+                head = fh.read(SCAN_MAX_BYTES)
         except OSError:
             continue
-    return False
+        found.update(name for name, pattern in wanted.items() if name not in found and pattern.search(head))
+        if len(found) == len(wanted):
+            break
+    return frozenset(found)
+
+
+def suite_imports_torch(paths: Iterable[Path]) -> bool:
+    """Whether the Python files under ``paths`` import torch (:func:`suite_imports`)."""
+    return "torch" in suite_imports(paths, ("torch",))
 
 
 def scan_roots(targets: Iterable[str], cwd: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Which suites get torch warmed in the parent: a text scan of their files, nothing imported."""
+"""Which suites get torch and numba warmed in the parent: a text scan of their files, nothing imported."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from xcompat.isolate.warmup import SCAN_MAX_FILES, scan_roots, suite_imports_torch
+from xcompat.isolate.warmup import SCAN_MAX_FILES, scan_roots, suite_imports, suite_imports_torch
 
 
 @pytest.mark.parametrize(("source", "uses"), [
@@ -106,3 +106,16 @@ def test_warm_parent_calls_backward_only_on_a_torch_without_accelerators(cuda_bu
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     calls, autograd = out.stdout.split()
     assert int(calls) == expected_calls and autograd == str(bool(expected_calls))
+
+
+@pytest.mark.parametrize(("files", "found"), [
+    ({"test_a.py": "import numba\n", "test_b.py": "import torch\n"}, {"numba", "torch"}),
+    ({"test_a.py": "from numba import njit\n"}, {"numba"}),
+    ({"test_a.py": "def test_lazy():\n    numba = pytest.importorskip('numba')\n"}, {"numba"}),
+    ({"test_a.py": "import numba_like_name\nimport torchy\n"}, set()),
+])
+def test_the_scan_finds_numba_beside_torch(tmp_path, files, found):
+    for name, source in files.items():
+        (tmp_path / name).write_text(source)
+    assert suite_imports([tmp_path]) == found
+    assert suite_imports([tmp_path], ("numba",)) == found & {"numba"}
