@@ -301,7 +301,7 @@ def _origins(lib: LibraryInterface) -> Callable[[str], str | None] | None:
         return None
     from pathlib import Path
 
-    from xcompat.abi.dwarf_origin import definition_origins
+    from xcompat.abi.elf.dwarf import definition_origins
 
     path = Path(lib.path)
     found = definition_origins(path) if path.is_file() else None

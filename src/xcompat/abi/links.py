@@ -30,7 +30,7 @@ from typing import Any
 
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
-from xcompat.abi.symbols import ElfSymbolIndex
+from xcompat.abi.elf.lookup import ElfSymbolIndex
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")

@@ -64,10 +64,6 @@ def unhashed_name(name: str) -> str:
     return f"{m.group('stem')}{m.group('ext')}" if m else name
 
 
-def is_linker_symbol(name: str) -> bool:
-    return name in LINKER_SYMBOLS
-
-
 def is_stdlib_symbol(name: str) -> bool:
     return bool(_STDLIB.match(name) or _STD_OPERATORS.match(name))
 

@@ -18,7 +18,7 @@ import struct
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
@@ -187,19 +187,6 @@ def _scan(wheel: Path) -> tuple[NativeMember, ...]:
     except WheelError:
         pass  # an unreadable member: auditwheel show reports the wheel itself
     return tuple(out)
-
-
-def iter_versioned_imports(name: str, data: bytes) -> Iterator[VersionedImport]:
-    """Undefined dynamic symbols of an ELF file with the version they require."""
-    from xcompat.abi.elf import ElfError, read_elf_bytes
-
-    try:
-        lib = read_elf_bytes(data, display_name=name, want_fatbin=False)
-    except (ElfError, struct.error):
-        return
-    for symbol, (_weak, version, library) in sorted(lib.imports.items()):
-        if version and library:
-            yield VersionedImport(file=name, library=library, version=version, symbol=symbol)
 
 
 def own_cxx_runtime(wheel: Path) -> dict[str, str]:

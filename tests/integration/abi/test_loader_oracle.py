@@ -361,8 +361,8 @@ def test_build_record_stores_the_leaked_absolute_runpath(tmp_path: Path):
 
 
 def test_corrupt_dwarf_is_no_evidence_not_an_error(tmp_path: Path):
-    from xcompat.abi.dwarf_origin import definition_origins
     from xcompat.abi.elf import read_elf
+    from xcompat.abi.elf.dwarf import definition_origins
 
     lib = _build_lib(Lib(DWARF_V1, cxx=True, flags=("-O0", "-g"), header=DWARF_HEADER), tmp_path / "ok", "libtoy.so.1")
     good = definition_origins(lib)

@@ -10,7 +10,7 @@ import pytest
 
 from xcompat.abi.demangle import demangle, demangle_many
 from xcompat.abi.elf import ElfError, read_elf, read_elf_bytes
-from xcompat.abi.symbols import ElfSymbolIndex, gnu_hash
+from xcompat.abi.elf.lookup import ElfSymbolIndex, gnu_hash
 
 LIBC = next((p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib64/libc.so.6"),
                           Path("/lib/aarch64-linux-gnu/libc.so.6")) if p.exists()), None)

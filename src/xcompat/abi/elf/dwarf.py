@@ -7,8 +7,10 @@ unit's own source file (an ``__attribute__((weak))`` hook, a template explicitly
 in the ``.cc``) is only in the library, and consumers bind to it. DWARF has no "declared
 inline" mark for out-of-line copies at ``-O0``, so the definition's file is the evidence.
 
-Read with pyelftools (a dependency) and bounded: a ``.debug_info`` larger than
-``MAX_DEBUG_INFO`` is not read (the shape heuristic applies instead).
+The one place xcompat reads DWARF, and the one place it uses pyelftools (a dependency),
+imported only when a file with debug info is read: the rest of the ELF reader does not need
+it. Bounded: a ``.debug_info`` larger than ``MAX_DEBUG_INFO`` is not read (the shape
+heuristic applies instead).
 """
 
 from __future__ import annotations

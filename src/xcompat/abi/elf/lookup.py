@@ -3,8 +3,9 @@
 Checking whether ~100 imports of an extension resolve against torch does not need the
 75,000 exported symbols of ``libtorch_cpu.so`` read into a table: the ``.gnu.hash``
 section (``DT_GNU_HASH``) answers each lookup by touching one bucket and a short chain.
-This is what makes a link check cost milliseconds per torch version. Libraries without
-``.gnu.hash`` fall back to the full reader.
+This is what makes a link check cost milliseconds per torch version. The section table and
+the version definitions come from the same reader as :func:`~xcompat.abi.elf.read_elf`;
+libraries without ``.gnu.hash`` (or not 64-bit little-endian) fall back to the full read.
 """
 
 from __future__ import annotations
@@ -13,15 +14,9 @@ import mmap
 import struct
 from pathlib import Path
 
-from xcompat.abi.elf import (
-    SHT_DYNSYM,
-    SHT_GNU_VERDEF,
-    SHT_GNU_VERSYM,
-    ElfError,
-    read_elf,
-)
-
-SHT_GNU_HASH = 0x6FFFFFF6
+from xcompat.abi.elf.headers import SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERSYM, ElfError, ElfSections
+from xcompat.abi.elf.reader import read_elf
+from xcompat.abi.elf.versions import version_definitions
 
 
 def gnu_hash(name: bytes) -> int:
@@ -67,47 +62,32 @@ class ElfSymbolIndex:
         self._fallback = table
 
     def _setup(self) -> None:
-        mm = self._mm
-        if mm[:4] != b"\x7fELF" or mm[4] != 2 or mm[5] != 1:
+        elf = ElfSections(self._mm, self.path)
+        try:
+            self._setup_hash(elf)
+        finally:
+            elf.release()  # the lookups read the mapping directly; no view may keep it busy
+
+    def _setup_hash(self, elf: ElfSections) -> None:
+        if elf.layout.elf_class != 2 or elf.layout.order != "<":
             raise ElfError(f"{self.path}: only 64-bit little-endian ELF has a hash fast path")
-        shoff, = struct.unpack_from("<Q", mm, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", mm, 0x3A)
-        secs = [struct.unpack_from("<IIQQQQIIQQ", mm, shoff + i * shentsize) for i in range(shnum)]
-        by_type: dict[int, tuple] = {}
-        for s in secs:
-            by_type.setdefault(s[1], s)
-        if SHT_GNU_HASH not in by_type or SHT_DYNSYM not in by_type:
+        if SHT_GNU_HASH not in elf.by_type or SHT_DYNSYM not in elf.by_type:
             raise ElfError("no .gnu.hash")
-        gh = by_type[SHT_GNU_HASH]
-        dynsym = by_type[SHT_DYNSYM]
+        secs = elf.sections
+        gh = secs[elf.by_type[SHT_GNU_HASH]]
+        dynsym = secs[elf.by_type[SHT_DYNSYM]]
         strtab = secs[dynsym[6]]
         self._symoff_file = dynsym[4]
         self._str_off, self._str_size = strtab[4], strtab[5]
         base = gh[4]
-        nbuckets, symoffset, bloom_size, _shift = struct.unpack_from("<IIII", mm, base)
+        nbuckets, symoffset, bloom_size, _shift = struct.unpack_from("<IIII", self._mm, base)
         self._nbuckets = nbuckets
         self._symoffset = symoffset
         self._buckets_off = base + 16 + 8 * bloom_size
         self._chain_off = self._buckets_off + 4 * nbuckets
-        self._versym_off = by_type[SHT_GNU_VERSYM][4] if SHT_GNU_VERSYM in by_type else None
+        self._versym_off = secs[elf.by_type[SHT_GNU_VERSYM]][4] if SHT_GNU_VERSYM in elf.by_type else None
         # version index -> name, for the versions this library defines
-        self._versions: dict[int, str] = {}
-        if SHT_GNU_VERDEF in by_type:
-            vd = by_type[SHT_GNU_VERDEF]
-            vstr = secs[vd[6]]
-            off = vd[4]
-            for _ in range(vd[5] // 20 + 1):
-                _v, _flags, ndx, cnt, _h, aux, nxt = struct.unpack_from("<HHHHIII", mm, off)
-                if cnt:
-                    name_off, = struct.unpack_from("<I", mm, off + aux)
-                    self._versions[ndx] = self._cstr(vstr[4] + name_off)
-                if not nxt:
-                    break
-                off += nxt
-
-    def _cstr(self, off: int) -> str:
-        end = self._mm.find(b"\0", off)
-        return self._mm[off:end].decode("utf-8", "replace")
+        self._versions = {ndx: vname for ndx, (vname, _lib) in version_definitions(elf)[0].items()}
 
     def exports(self, name: str, version: str | None = None) -> bool:
         """True when ``name`` is defined and exported (at ``version`` when one is required)."""
