@@ -263,7 +263,7 @@ def touch_per_test_machinery(config: Any) -> None:
 
     Every object Python code uses gets its reference count written, so the first test of a
     forked process copies each page that holds one of pytest's per-test hook implementations,
-    their plugins and code objects (about 3 microseconds a page on a 2-core virtual machine).
+    their plugins and code objects, and a copy-on-write fault is dear on a virtual machine.
     Reading them here makes those copies while the spare waits, on the other core. No hook is
     called: nothing a project's plugin or conftest could notice happens. The start message is
     encoded once and the output offset read once, for the same reason (the encoder's and the

@@ -102,8 +102,9 @@ class IsolatedRunner:
         self._tmp = tempfile.mkdtemp(prefix="xcompat-test-")
         # Forking the next process while one runs hides the fork and the process's set-up.
         # From the zygote (xcompat.isolate.zygote) that costs the parent nothing, and a second
-        # core per slot suffices; forked by the parent itself, per test it only paid off with
-        # cores to spare (on a busy 2-core runner it was slower). benchmarks/isolation.py.
+        # core per slot suffices; forked by the parent itself, it competes with the parent's
+        # own work on every test, so with --isolate test it needs cores to spare
+        # (benchmarks/isolation.py compares both).
         self.zygote = zygote.available()
         cores = usable_cpus()
         self.prefork = cores >= (2 if isolation == "file" or self.zygote else 4) * len(self.slots)

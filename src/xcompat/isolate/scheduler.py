@@ -68,12 +68,11 @@ def run_groups(
     config = session.config
     # Move everything alive now (torch, sympy, collected items) out of the collector's
     # reach: a child's first full collection would otherwise touch every object and
-    # copy-on-write the whole heap, tens of milliseconds per test. Without a collection
-    # first, as Python's documentation of gc.freeze advises (it would leave holes in shared
-    # pages for the children's new objects): a full collection walks the whole heap, 20 to
-    # 30 ms of every run. The garbage frozen with the rest is collected after the run
-    # (gc.unfreeze below). The C allocator's free pages go back to the kernel first
-    # (xcompat.isolate.heap): fewer present pages to copy at each fork.
+    # copy-on-write the whole heap. Without a collection first, as Python's documentation of
+    # gc.freeze advises: a collection would walk the whole heap on every run and leave holes
+    # in shared pages for the children's new objects. The garbage frozen with the rest is
+    # collected after the run (gc.unfreeze below). The C allocator's free pages go back to
+    # the kernel first (xcompat.isolate.heap): fewer present pages to copy at each fork.
     release_free_heap()
     gc.freeze()
     launcher.begin(session.items)
@@ -124,14 +123,14 @@ def run_groups(
             if process.released and not released:
                 free.append(process.slot)  # only the exit is left: the slot starts its next group
         # The next spare is asked for only now: forked while the new process starts and the
-        # parent replays, it would take a core from both (two cores: measured 3% slower).
+        # parent replays, it would take a core from both, which a machine with few cores feels.
         ask_for_spares()
 
     # Processes whose pidfd said they ended (no longer watched) and whose exit status is not
     # known yet: the zygote reports it when it is done with what it was doing, and its socket
     # (the launcher's notice descriptor, a duplicate of it here) wakes the loop then. Waiting
-    # for that report instead took the parent 2 ms per test on two cores, often while the
-    # next test had already finished.
+    # for that report instead would stall the parent while the zygote finishes a fork, often
+    # when the next test has already finished.
     ended: set[int] = set()
     notices: int | None = None
 

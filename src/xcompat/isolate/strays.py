@@ -72,7 +72,8 @@ def children() -> set[int]:
 
 
 def _children() -> set[int]:
-    # Called after every test process ends: plain os calls, not pathlib (176 -> 39 us a call).
+    # Called after every test process ends, so on every test's path: plain os calls, not
+    # pathlib, whose objects cost several times the system calls themselves.
     pids: set[int] = set()
     try:
         tasks = os.listdir("/proc/self/task")
