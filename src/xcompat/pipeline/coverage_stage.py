@@ -18,10 +18,16 @@ Coverage is informational unless the signed matrix sets thresholds (``coverage.o
 installed, the instrumented build failed, no tests ran) is ``skipped`` with the reason, and
 ``failed`` with the same reason when thresholds are set.
 
-The instrumented build is cached under ``${XCOMPAT_CACHE:-~/.cache/xcompat}/coverage-builds``
-keyed by the project's sources, Python, torch and compiler, and never written to after it is
-built: each run copies it and sends its ``.gcda`` files into the copy with ``GCOV_PREFIX``,
-so counts never leak from one run into the next.
+The instrumented build is made as the run's build is: in the same private copy of the sources
+(``xcompat.build.sources.copy_sources``: a ``build/``, egg-info or other leftover in the
+checkout is never used, and the checkout is never written) and with the same toolchain
+environment for the cell's device backend (``xcompat.build.toolchain``: a CPU cell's build sees
+no ``nvcc`` and no ``CUDA_HOME``, so a torch extension does not add its CUDA part).
+
+It is cached under ``${XCOMPAT_CACHE:-~/.cache/xcompat}/coverage-builds`` keyed by that copy,
+the device backend, Python, torch and compiler, and never written to after it is built: each
+run copies it and sends its ``.gcda`` files into the copy with ``GCOV_PREFIX``, so counts never
+leak from one run into the next.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +103,18 @@ def _project_files(project: Path) -> Iterable[tuple[Path, Path]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def project_key(project: Path) -> str:
+def _copied_files(copy: Path) -> list[tuple[Path, Path]]:
+    """(path, relative path) of every file of a source copy but its private git repository."""
+    found: list[tuple[Path, Path]] = []
+    for folder, dirs, files in os.walk(copy):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        found += [(Path(folder, name), Path(folder, name).relative_to(copy)) for name in files]
+    return sorted(found, key=lambda item: item[1])
+
+
+def project_key(copy: Path, toolchain: str = "") -> str:
+    """The cache key of the instrumented build of the source copy ``copy``: its files, the
+    toolchain it is built with (device backend, CUDA toolkit), Python, torch and compiler."""
     from importlib import metadata
 
     digest = hashlib.sha256()
@@ -104,48 +122,89 @@ def project_key(project: Path) -> str:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_version = "none"
-    digest.update(f"{sys.version}|{torch_version}|{_tool(['gcc', '-dumpfullversion'])}|O0-coverage".encode())
+    digest.update(f"{sys.version}|{torch_version}|{_tool(['gcc', '-dumpfullversion'])}|O0-coverage|{toolchain}"
+                  .encode())
     digest.update(_DUMP_SOURCE.encode())
-    for path, rel in _project_files(project):
+    for path, rel in _copied_files(copy):
         digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def build_with_coverage(project: Path, log_path: Path, *, native: bool = True) -> Path:
+def build_with_coverage(project: Path, log_path: Path, *, native: bool = True,
+                        device: str | None = None) -> Path:
     """An in-place ``--coverage -O0`` build of ``project`` (setuptools ``build_ext``), cached.
 
-    ``native=False`` (nothing to compile): the copy of the sources alone."""
-    key = project_key(project)
-    root = cache_dir() / f"{project.name}-{key}"
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".{project.name}-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (root / ".built").is_file():
-            return root / "src"
-        shutil.rmtree(root, ignore_errors=True)
-        src = root / "src"
-        shutil.copytree(project, src, ignore=shutil.ignore_patterns(*_SKIP_DIRS, *(f"*{s}" for s in _SKIP_SUFFIXES)))
-        if native:
-            _compile_native(root, src, log_path)
-        (root / ".built").write_text(key)
-    return root / "src"
+    ``device``: the cell's device backend, which decides the variant built as it does for the
+    wheel (``xcompat build --device``); None: as ``xcompat build`` decides for no cell, from the
+    torch the project builds against. ``native=False`` (nothing to compile): the copy of the
+    sources alone."""
+    from xcompat.build.native import NativeOptions, device_backend
+    from xcompat.build.sources import copy_sources
+    from xcompat.build.toolchain import toolchain_for
+    from xcompat.build.tools import tool_env
+
+    project = Path(project).resolve()
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    # The copy is made first, beside the cache entries (one file system, so it moves into
+    # place), and the key is read from it: what is keyed is exactly what is built.
+    staging = Path(tempfile.mkdtemp(prefix=f".{project.name}-", dir=cache))
+    try:
+        copied = copy_sources(project, staging / "src")
+        backend, why = device_backend(None, NativeOptions(device=device), project)
+        env = tool_env()
+        toolchain = toolchain_for(backend, env, staging / "toolchain")
+        if toolchain is not None:
+            env = toolchain.env
+        summary = f"{why}; {toolchain.summary}" if toolchain is not None else why
+        key = project_key(copied, f"{backend}|{env.get('CUDA_HOME', '') if backend == 'cuda' else ''}")
+        root = cache / f"{project.name}-{key}"
+        with open(cache / f".{project.name}-{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            built = (root / ".built").is_file()
+            with open(log_path, "a", encoding="utf-8") as fh:
+                fh.write(f"# xcompat: sources of {project} copied to {root / 'src'}"
+                         f"{' (built before: reused)' if built else ''}\n# xcompat: {summary}\n")
+            if not built:
+                shutil.rmtree(root, ignore_errors=True)
+                root.mkdir()
+                os.replace(copied, root / "src")
+                if native:
+                    _compile_native(root, root / "src", log_path, env)
+                (root / ".built").write_text(key)
+        return root / "src"
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
-def _compile_native(root: Path, src: Path, log_path: Path) -> None:
+def _compile_native(root: Path, src: Path, log_path: Path, base: Mapping[str, str]) -> None:
+    """``build_ext --inplace`` with ``--coverage -O0`` in ``src``, in the environment ``base``
+    (the cell's toolchain)."""
     dump_c = root / "xcompat_gcov_dump.c"
     dump_c.write_text(_DUMP_SOURCE)
     dump_o = root / "xcompat_gcov_dump.o"
-    cc = os.environ.get("CC") or "gcc"
+    cc = base.get("CC") or "gcc"
+    # torch's ninja builds compile sources by absolute path, so gcov would name the cache's
+    # files, which lie outside the copy each run measures, and gcovr drops them. Recorded
+    # relative to the build folder they are found in whichever copy is measured (GCC 12+; a
+    # compiler without the option, or a path CFLAGS cannot carry, builds without it).
+    prefix_map = [f"-fprofile-prefix-map={src}=."] if not any(c.isspace() for c in str(src)) else []
+    flags: list[str] = []
+    made = False
     with open(log_path, "ab") as fh:
-        try:
-            made = subprocess.run([cc, "-c", "-fPIC", "-O0", str(dump_c), "-o", str(dump_o)], stdout=fh,
-                                  stderr=subprocess.STDOUT, check=False).returncode == 0
-        except OSError:
-            made = False
+        for flags in ([*prefix_map], []) if prefix_map else ([],):
+            try:
+                made = subprocess.run([cc, "-c", "-fPIC", "-O0", *flags, str(dump_c), "-o", str(dump_o)], stdout=fh,
+                                      stderr=subprocess.STDOUT, env=dict(base), check=False).returncode == 0
+            except OSError:
+                made = False
+            if made:
+                break
     if not made:
         raise RuntimeError(f"no C compiler ({cc}) for the instrumented build; see {log_path.name}")
-    env = {**os.environ, "CFLAGS": "--coverage -O0", "CXXFLAGS": "--coverage -O0",
-           "LDFLAGS": f"--coverage {dump_o}", "SAMPLE_EXT_CUDA": "0", "MAX_JOBS": os.environ.get("MAX_JOBS", "2")}
+    cflags = " ".join(["--coverage", "-O0", *flags])
+    env = {**base, "CFLAGS": cflags, "CXXFLAGS": cflags,
+           "LDFLAGS": f"--coverage {dump_o}", "SAMPLE_EXT_CUDA": "0", "MAX_JOBS": base.get("MAX_JOBS", "2")}
     setup = ["setup.py"] if (src / "setup.py").is_file() else ["-c", "from setuptools import setup; setup()"]
     with open(log_path, "ab") as fh:
         proc = subprocess.run([sys.executable, *setup, "build_ext", "--inplace", "--build-temp", "build/temp"],
@@ -287,7 +346,8 @@ def _measure(stages: Stages, work: Path) -> StageResult:
     log_path = pipe.path("logs", "coverage-build.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        built = build_with_coverage(project, log_path, native=layout.native)
+        device = next((c.get("backend") for c in stages.cells if c["id"] == stages.cell_id), None)
+        built = build_with_coverage(project, log_path, native=layout.native, device=device)
     except RuntimeError as exc:
         raise _Unmeasured(f"not measured: {exc}", log="logs/coverage-build.log") from None
     copy = work / "src"
