@@ -18,10 +18,12 @@ keep it, so ``--expect-sha256`` with ``--plan`` and no ``--matrix`` is refused.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from xcompat.model import Cell
     from xcompat.settings import Settings
 
 
@@ -48,19 +50,29 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def test_argv(settings: Settings, project: Path | None = None) -> list[str]:
-    """The arguments of ``xcompat test`` these settings mean.
+    """The arguments of ``xcompat test`` these settings mean, as the settings table's
+    ``test_argv`` says: the paths, then each option in the table's order, then ``--`` and the
+    pytest arguments.
 
     ``tests.pytest`` paths are relative to the project: under ``project`` when given; with
     ``--pyargs`` they are importable names and stay as they are.
     """
-    t = settings.tests
-    paths = list(t.pytest_paths)
-    if project is not None and "--pyargs" not in t.pytest_args:
+    from xcompat.settings.table import setting_rows, typed_value
+
+    paths: list[str] = []
+    options: list[str] = []
+    pytest_args: list[str] = []
+    for row in setting_rows():
+        value = typed_value(settings, row)
+        if row.test_argv == "paths":
+            paths += value
+        elif row.test_argv == "--":
+            pytest_args += value
+        elif row.test_argv is not None:
+            options += [row.test_argv, row.type.argv(value)]
+    if project is not None and "--pyargs" not in pytest_args:
         paths = [str(project / p) for p in paths]
-    argv = [*paths, "--isolate", t.isolation, "--timeout", f"{t.timeout:g}"]
-    if t.pytest_args:
-        argv += ["--", *t.pytest_args]
-    return argv
+    return [*paths, *options, *(["--", *pytest_args] if pytest_args else [])]
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -69,59 +81,13 @@ def execute(args: argparse.Namespace) -> int:
     import sys
 
     from xcompat.errors import InputError, VerificationError
-    from xcompat.jsonio import read_json
-    from xcompat.matrix import load_matrix
-    from xcompat.matrix.plan import expand, plan_mismatch
-    from xcompat.model import Cell
-    from xcompat.results.required import required_stages
-    from xcompat.settings import is_ci, resolve_settings, settings_from_plan
-    from xcompat.settings.project import project_facts
 
     env = os.environ
     expect = args.expect_sha256.lower() if args.expect_sha256 else None
-    cells: list[Cell] = []
     if args.plan is not None:
-        document = read_json(args.plan)
-        settings = settings_from_plan(document, source=str(args.plan))
-        if is_ci(env) and settings.matrix_sha256 is None:
-            raise VerificationError("in CI the plan must carry matrix_sha256 (the verified matrix it was made from)",
-                                    file=args.plan)
-        for index, raw in enumerate(document.get("cells") or []):
-            try:
-                cells.append(Cell.from_dict(raw))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                raise InputError(f"$.cells[{index}]: not a plan cell", file=args.plan) from None
-        if expect is not None and args.matrix is None:
-            raise VerificationError(
-                "--expect-sha256 cannot vouch for a plan's settings without the verified matrix bytes: "
-                "pass --matrix FILE (the matrix.yml beside the plan in its artifact)",
-                file=args.plan,
-            )
-        if args.matrix is not None:
-            matrix = load_matrix(args.matrix)
-            if expect is not None and matrix.sha256 != expect:
-                raise VerificationError(f"matrix sha256 {matrix.sha256}, expected {expect} (the verified matrix)",
-                                        file=args.matrix)
-            mismatch = plan_mismatch(document, matrix)
-            if mismatch is not None:
-                raise VerificationError(
-                    f"{mismatch} is not what the verified matrix {args.matrix} (sha256 {matrix.sha256[:16]}) "
-                    "yields; refusing the plan's settings",
-                    file=args.plan,
-                )
-        where = args.plan
+        settings, cells, where = _from_plan(args, env, expect)
     else:
-        path = args.matrix or Path(".xcompat/matrix.yml")
-        if is_ci(env) and expect is None:
-            raise VerificationError(
-                "in CI the settings come only from the verified matrix: pass --plan PLAN_JSON, or "
-                "--expect-sha256 HEX with the hash `xcompat matrix verify` printed",
-                file=path,
-            )
-        matrix = load_matrix(path)
-        settings = resolve_settings(matrix, env=env)
-        cells = expand(matrix)
-        where = path
+        settings, cells, where = _from_matrix(args, env, expect)
     if expect is not None and settings.matrix_sha256 != expect:
         raise VerificationError(
             f"settings of matrix sha256 {settings.matrix_sha256}, expected {expect} (the verified matrix)",
@@ -130,23 +96,7 @@ def execute(args: argparse.Namespace) -> int:
     document_out = settings.to_dict()
     cell_vars: list[tuple[str, str, str]] = []  # (NAME, value, what it is)
     if args.cell is not None:
-        cell = next((c for c in cells if c.id == args.cell), None)
-        if cell is None:
-            raise InputError(f"cell {args.cell!r} is not in the plan", file=where,
-                             hint="cell ids: xcompat matrix plan FILE --format json")
-        facts = project_facts(args.project) if args.project is not None and args.project.is_dir() else None
-        stages = required_stages(cell, settings, facts)
-        document_out["cell"] = {"id": cell.id, "backend": cell.backend, "required": cell.required}
-        document_out["stages"] = {kind: {"required": req.required, "reason": req.reason}
-                                  for kind, req in stages.items()}
-        from xcompat.results.required import is_required
-
-        cell_vars = [
-            ("XCOMPAT_CELL", cell.id, "the cell id"),
-            ("XCOMPAT_CELL_REQUIRED", "true" if is_required(cell, settings) else "false", "required"),
-            ("XCOMPAT_REQUIRED_STAGES", json.dumps(sorted(k for k, r in stages.items() if r.required),
-                                                   separators=(",", ":")), "stages"),
-        ]
+        cell_vars = _cell(args, cells, settings, where, document_out)
     if args.format == "json":
         sys.stdout.write(json.dumps(document_out, indent=2, sort_keys=True) + "\n")
     elif args.format == "abi-policy":
@@ -167,3 +117,88 @@ def execute(args: argparse.Namespace) -> int:
                             what={n: w for n, _, w in cell_vars})
         sys.stdout.write(text)
     return 0
+
+
+def _from_plan(args: argparse.Namespace, env: Mapping[str, str], expect: str | None) -> tuple[Settings, list[Cell], Path]:
+    """The settings and cells of ``--plan``, bound to ``--matrix`` when given."""
+    from xcompat.errors import InputError, VerificationError
+    from xcompat.jsonio import read_json
+    from xcompat.matrix import load_matrix
+    from xcompat.matrix.plan import plan_mismatch
+    from xcompat.model import Cell
+    from xcompat.settings import is_ci, settings_from_plan
+
+    document = read_json(args.plan)
+    settings = settings_from_plan(document, source=str(args.plan))
+    if is_ci(env) and settings.matrix_sha256 is None:
+        raise VerificationError("in CI the plan must carry matrix_sha256 (the verified matrix it was made from)",
+                                file=args.plan)
+    cells: list[Cell] = []
+    for index, raw in enumerate(document.get("cells") or []):
+        try:
+            cells.append(Cell.from_dict(raw))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise InputError(f"$.cells[{index}]: not a plan cell", file=args.plan) from None
+    if expect is not None and args.matrix is None:
+        raise VerificationError(
+            "--expect-sha256 cannot vouch for a plan's settings without the verified matrix bytes: "
+            "pass --matrix FILE (the matrix.yml beside the plan in its artifact)",
+            file=args.plan,
+        )
+    if args.matrix is not None:
+        matrix = load_matrix(args.matrix)
+        if expect is not None and matrix.sha256 != expect:
+            raise VerificationError(f"matrix sha256 {matrix.sha256}, expected {expect} (the verified matrix)",
+                                    file=args.matrix)
+        mismatch = plan_mismatch(document, matrix)
+        if mismatch is not None:
+            raise VerificationError(
+                f"{mismatch} is not what the verified matrix {args.matrix} (sha256 {matrix.sha256[:16]}) "
+                "yields; refusing the plan's settings",
+                file=args.plan,
+            )
+    return settings, cells, args.plan
+
+
+def _from_matrix(args: argparse.Namespace, env: Mapping[str, str], expect: str | None) -> tuple[Settings, list[Cell], Path]:
+    """The settings and cells of the matrix file (in CI only with ``--expect-sha256``)."""
+    from xcompat.errors import VerificationError
+    from xcompat.matrix import load_matrix
+    from xcompat.matrix.plan import expand
+    from xcompat.settings import is_ci, resolve_settings
+
+    path = args.matrix or Path(".xcompat/matrix.yml")
+    if is_ci(env) and expect is None:
+        raise VerificationError(
+            "in CI the settings come only from the verified matrix: pass --plan PLAN_JSON, or "
+            "--expect-sha256 HEX with the hash `xcompat matrix verify` printed",
+            file=path,
+        )
+    matrix = load_matrix(path)
+    return resolve_settings(matrix, env=env), expand(matrix), path
+
+
+def _cell(args: argparse.Namespace, cells: list[Cell], settings: Settings, where: Path,
+          document_out: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Add ``--cell``'s id and stages to ``document_out``; its CI variables ``(NAME, value, what)``."""
+    import json
+
+    from xcompat.errors import InputError
+    from xcompat.results.required import is_required, required_stages
+    from xcompat.settings.project import project_facts
+
+    cell = next((c for c in cells if c.id == args.cell), None)
+    if cell is None:
+        raise InputError(f"cell {args.cell!r} is not in the plan", file=where,
+                         hint="cell ids: xcompat matrix plan FILE --format json")
+    facts = project_facts(args.project) if args.project is not None and args.project.is_dir() else None
+    stages = required_stages(cell, settings, facts)
+    document_out["cell"] = {"id": cell.id, "backend": cell.backend, "required": cell.required}
+    document_out["stages"] = {kind: {"required": req.required, "reason": req.reason}
+                              for kind, req in stages.items()}
+    return [
+        ("XCOMPAT_CELL", cell.id, "the cell id"),
+        ("XCOMPAT_CELL_REQUIRED", "true" if is_required(cell, settings) else "false", "required"),
+        ("XCOMPAT_REQUIRED_STAGES", json.dumps(sorted(k for k, r in stages.items() if r.required),
+                                               separators=(",", ":")), "stages"),
+    ]

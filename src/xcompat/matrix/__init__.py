@@ -76,7 +76,7 @@ def load_matrix(path_or_bytes: str | Path | bytes, *, source: str | None = None)
     duplicate keys, schema errors (with the JSON path and a "did you mean") and
     cross-field errors.
     """
-    from xcompat.matrix.config import build_matrix
+    from xcompat.matrix.build import build_matrix
     from xcompat.matrix.schema_check import validate_matrix_document
     from xcompat.matrix.yamlload import load_yaml
 

@@ -5,8 +5,6 @@ Rules are data: change a table here, not the expansion code.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from types import MappingProxyType
 
 # GitHub-hosted runner labels used when neither the platform nor the backend names its
@@ -49,17 +47,8 @@ DEFAULT_MACOS_DEPLOYMENT_TARGET = "11.0"
 # Free-threaded CPython builds exist from this version on.
 FREE_THREADED_SINCE = (3, 13)
 
-# The defaults of the settings keys (tests, abi, coverage, gate) live in one table,
-# xcompat/settings/defaults.json, read here without importing xcompat.settings.
-_SETTINGS = json.loads((Path(__file__).parent.parent / "settings" / "defaults.json").read_text(encoding="utf-8"))
-DEFAULT_TEST_TIMEOUT = float(_SETTINGS["tests.timeout"])
-DEFAULT_PYTEST_PATHS = tuple(_SETTINGS["tests.pytest"])
-DEFAULT_PYTEST_ARGS = tuple(_SETTINGS["tests.pytest-args"])
-DEFAULT_KERNELS = _SETTINGS["tests.kernels"]
-DEFAULT_ISOLATION = _SETTINGS["tests.isolation"]
-DEFAULT_ABI_BASELINE = _SETTINGS["abi.baseline"]
-DEFAULT_ABI_BASELINE_REQUIRED = _SETTINGS["abi.baseline-required"]
-DEFAULT_TAG_PATTERN = _SETTINGS["gate.tag-pattern"]
+# The defaults of the settings keys (tests, abi, coverage, gate) are not here: they live
+# in the settings table, xcompat/settings/table.json, with each key's type and meaning.
 
 # Plan output limits of the CI services (jobs per matrix).
 GITHUB_MAX_JOBS = 256

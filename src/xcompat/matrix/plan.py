@@ -8,8 +8,8 @@ Public API::
     doc = plan_document(matrix, cells)           # versioned plan JSON (schemas/plan.schema.json)
     plan_mismatch(doc, matrix)                   # None, or where a plan is not the one matrix yields
 
-and the renderers ``github_matrix``, ``gitlab_matrix`` and ``cibuildwheel_selectors``,
-each returning a versioned JSON document (see ``docs/matrix.md``).
+and the renderers ``github_matrix``, ``gitlab_matrix`` and ``cibuildwheel_selectors`` (from
+``xcompat.matrix.cibuildwheel``), each returning a versioned JSON document (see ``docs/matrix.md``).
 
 Expansion: python x platform/arch x backend (where the backend runs) x toolkit x every
 combination of framework versions, minus ``exclude`` rules, plus ``include`` cells. An
@@ -26,8 +26,25 @@ from typing import Any
 from xcompat.errors import InputError
 from xcompat.limits import LIMITS
 from xcompat.matrix import defaults as D
+from xcompat.matrix.cibuildwheel import build_identifier, cibuildwheel_selectors, installed_cibuildwheel_major
 from xcompat.matrix.config import BackendSpec, IncludeCell, Matrix
 from xcompat.model import Cell, cell_id
+
+__all__ = [
+    "FORMATS",
+    "PLAN_VERSION",
+    "build_identifier",
+    "cells_for_runner",
+    "cibuildwheel_selectors",
+    "expand",
+    "github_matrix",
+    "gitlab_matrix",
+    "installed_cibuildwheel_major",
+    "plan_document",
+    "plan_mismatch",
+    "render",
+    "settings_dict",
+]
 
 PLAN_VERSION = 1
 FORMATS = ("json", "github", "gitlab", "cibuildwheel")
@@ -247,26 +264,11 @@ def _numeric(value: Any) -> bool:
 
 
 def settings_dict(matrix: Matrix) -> dict[str, Any]:
-    """The non-cell settings of the matrix as JSON data (tests, abi, coverage, gate)."""
-    t, a, cov, g = matrix.tests, matrix.abi, matrix.coverage, matrix.gate
-    return {
-        "tests": {
-            "kernels": t.kernels if t.kernels == "all" else list(t.kernels),
-            "pytest": list(t.pytest_paths),
-            "pytest_args": list(t.pytest_args),
-            "isolation": t.isolation,
-            "timeout": t.timeout,
-        },
-        "abi": {
-            "baseline": a.baseline,
-            "baseline_required": a.baseline_required,
-            "gate": None if a.gating is None else list(a.gating),
-            "bumps": dict(a.bumps),
-            "extension_exports": None if a.extension_exports is None else list(a.extension_exports),
-        },
-        "coverage": {"overall": cov.overall, "diff": cov.diff},
-        "gate": {"tag_pattern": g.tag_pattern, "required_backends": list(g.required_backends)},
-    }
+    """The non-cell settings of the matrix as JSON data (tests, abi, coverage, gate), spelled as
+    a plan spells them (``xcompat.settings.formats.plan_settings``)."""
+    from xcompat.settings.formats import plan_settings
+
+    return plan_settings(matrix)
 
 
 # -- renderers ------------------------------------------------------------------------
@@ -343,112 +345,6 @@ def gitlab_matrix(matrix: Matrix, cells: Sequence[Cell]) -> dict[str, Any]:
         "jobs": len(entries),
         "max_jobs": D.GITLAB_MAX_JOBS,
         "parallel": {"matrix": entries},
-    }
-
-
-_WINDOWS_TAGS = {"AMD64": "win_amd64", "ARM64": "win_arm64", "x86": "win32"}
-
-
-def build_identifier(python: str, platform: str, arch: str, policy: str | None) -> str:
-    """The cibuildwheel build identifier of one wheel, e.g. ``cp313t-manylinux_x86_64``."""
-    tag = "cp" + python.replace(".", "")
-    if platform == "linux":
-        family = "musllinux" if (policy or "").startswith("musllinux") else "manylinux"
-        return f"{tag}-{family}_{arch}"
-    if platform == "macos":
-        return f"{tag}-macosx_{arch}"
-    return f"{tag}-{_WINDOWS_TAGS.get(arch, arch.lower())}"
-
-
-def installed_cibuildwheel_major() -> int | None:
-    """Major version of the installed cibuildwheel (read from its metadata, not imported), or None."""
-    from importlib import metadata
-
-    try:
-        return int(metadata.version("cibuildwheel").split(".")[0])
-    except (metadata.PackageNotFoundError, ValueError):
-        return None
-
-
-def _py(version: str) -> tuple[int, int]:
-    major, minor = version.rstrip("t").split(".")
-    return int(major), int(minor)
-
-
-def cibuildwheel_selectors(
-    matrix: Matrix, cells: Sequence[Cell], *, cibuildwheel_major: int | None = None
-) -> dict[str, Any]:
-    """Per platform: the build identifiers and the ``CIBW_*`` environment that selects exactly them.
-
-    Wheels do not depend on the device backend or the framework versions tested, so
-    cells that differ only in those share one wheel. ``cibuildwheel_major`` (default:
-    the installed one, else the newest known) decides what it can build; wheels it
-    cannot build (e.g. 3.13t on cibuildwheel 4) are listed under ``unsupported`` with the
-    reason, for the native build backend to cover.
-    """
-    major = cibuildwheel_major or installed_cibuildwheel_major() or D.DEFAULT_CIBUILDWHEEL_MAJOR
-    rules = D.CIBUILDWHEEL_RULES.get(major) or D.CIBUILDWHEEL_RULES[max(D.CIBUILDWHEEL_RULES)]
-    platforms: dict[str, Any] = {}
-    unsupported: list[dict[str, str]] = []
-    for plat in ("linux", "macos", "windows"):
-        mine = [c for c in cells if c.platform == plat]
-        if not mine:
-            continue
-        ids: list[str] = []
-        archs: list[str] = []
-        enable: list[str] = []
-        images: dict[str, str] = {}
-        for c in mine:
-            ident = build_identifier(c.python, c.platform, c.arch, c.policy)
-            if ident in ids or any(u["identifier"] == ident for u in unsupported):
-                continue
-            if _py(c.python) < rules["min_python"]:  # type: ignore[operator]
-                unsupported.append(
-                    {
-                        "identifier": ident,
-                        "reason": f"cibuildwheel {major}.x does not build Python {c.python}",
-                    }
-                )
-                continue
-            if c.free_threaded:
-                if _py(c.python) < rules["free_threaded_min"]:  # type: ignore[operator]
-                    unsupported.append(
-                        {
-                            "identifier": ident,
-                            "reason": f"cibuildwheel {major}.x does not build "
-                            f"free-threaded Python {c.python}; build it with --backend native",
-                        }
-                    )
-                    continue
-                group = rules["free_threaded_enable"]
-                if group and _py(c.python) < rules["free_threaded_default"] and group not in enable:  # type: ignore[operator]
-                    enable.append(str(group))
-            ids.append(ident)
-            if c.arch not in archs:
-                archs.append(c.arch)
-            if plat == "linux":
-                policy = c.policy or D.DEFAULT_LINUX_POLICY
-                family = "MUSLLINUX" if policy.startswith("musllinux") else "MANYLINUX"
-                images[f"CIBW_{family}_{c.arch.upper()}_IMAGE"] = policy
-        if not ids:
-            continue
-        env = {"CIBW_BUILD": " ".join(ids), f"CIBW_ARCHS_{plat.upper()}": " ".join(archs)}
-        if enable:
-            env["CIBW_ENABLE"] = " ".join(enable)
-        env.update(images)
-        if plat == "macos":
-            target = next((c.policy for c in mine if c.policy), D.DEFAULT_MACOS_DEPLOYMENT_TARGET)
-            env["MACOSX_DEPLOYMENT_TARGET"] = target
-        platforms[plat] = {"identifiers": ids, "env": env}
-    return {
-        "version": PLAN_VERSION,
-        "format": "cibuildwheel",
-        "repo": matrix.repo,
-        "serial": matrix.serial,
-        "matrix_sha256": matrix.sha256,
-        "cibuildwheel_major": major,
-        "platforms": platforms,
-        "unsupported": unsupported,
     }
 
 

@@ -48,7 +48,9 @@ def test_the_defaults_table_has_exactly_the_documented_keys():
 def test_matrix_defaults_come_from_the_one_table():
     from xcompat.matrix import defaults as D
 
-    assert D.DEFAULT_TEST_TIMEOUT == float(defaults()["tests.timeout"])
+    # the matrix's own tables hold no settings default: the settings table is their one home
+    assert not [name for name in vars(D) if name.startswith("DEFAULT_") and name not in (
+        "DEFAULT_RUNNERS", "DEFAULT_LINUX_POLICY", "DEFAULT_MACOS_DEPLOYMENT_TARGET", "DEFAULT_CIBUILDWHEEL_MAJOR")]
     m = load_matrix(matrix_text().encode())
     s = resolve_settings(m)
     for key in setting_keys():
@@ -115,6 +117,26 @@ def test_malformed_plan_settings_name_the_place(mutate, where):
     plan = json.loads(json.dumps(plan_document(m, expand(m))))
     mutate(plan)
     with pytest.raises(InputError, match=re.escape(where)):
+        settings_from_plan(plan, source="plan.json")
+
+
+def test_the_schema_and_the_readers_take_the_same_values():
+    """settings.json is read by its readers and described by its schema: what one refuses, so does the other."""
+    m = load_matrix(sample_matrix_path())
+    document = resolve_settings(m).to_dict()
+    hostile = {**document, "settings": {**document["settings"], "gate.tag-pattern": "v*\nLD_PRELOAD=/tmp/evil.so"}}
+    with pytest.raises(InputError, match=re.escape("$.settings.gate.tag-pattern")):
+        settings_from_document(hostile)
+    with pytest.raises(InputError, match=re.escape("$.settings.gate.tag-pattern")):
+        validate("settings", hostile)
+    unknown = {**document, "settings": {**document["settings"], "gate.required-backends": ["tpu"]}}
+    with pytest.raises(InputError, match=re.escape("$.settings.gate.required-backends")):
+        validate("settings", unknown)
+    with pytest.raises(InputError, match=re.escape("$.settings.gate.required-backends: expected a list of backends")):
+        settings_from_document(unknown)
+    plan = json.loads(json.dumps(plan_document(m, expand(m))))
+    plan["settings"]["gate"]["required_backends"] = ["tpu"]
+    with pytest.raises(InputError, match=re.escape("$.settings.gate.required_backends: expected a list of backends")):
         settings_from_plan(plan, source="plan.json")
 
 
