@@ -129,3 +129,65 @@ def interleaved_cpu_ratio(cmds_a: list[list[str]], cmds_b: list[list[str]], repe
         cpu_a.append(a)
         cpu_b.append(b)
     return statistics.median(ratios), statistics.median(cpu_a), statistics.median(cpu_b)
+
+
+# One task done by each ELF reader, for the reader benchmarks: every exported symbol of .dynsym
+# (defined; GLOBAL, WEAK or GNU_UNIQUE binding; default or protected visibility; named) keyed
+# by name@version with its type and size, the version tables that key needs, and the
+# DT_NEEDED entries of .dynamic. ``read(path)`` returns the number of exports, so the two
+# readers can be checked to agree on every file they are timed on.
+XCOMPAT_READ = r'''
+from xcompat.abi.elf import read_elf
+
+
+def read(path):
+    return len(read_elf(path, want_fatbin=False).exports)
+'''
+
+PYELFTOOLS_READ = r'''
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerDefSection, GNUVerNeedSection, GNUVerSymSection
+
+_BINDS = ("STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE", "STB_LOOS")  # pyelftools names GNU_UNIQUE STB_LOOS
+_VISIBLE = ("STV_DEFAULT", "STV_PROTECTED")
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        elf = ELFFile(fh)
+        names, needed, versym = {}, [], None
+        for s in elf.iter_sections():
+            if isinstance(s, GNUVerSymSection) and versym is None:
+                versym = s
+            elif isinstance(s, GNUVerDefSection):
+                for vd, auxs in s.iter_versions():
+                    names[vd["vd_ndx"]] = next(auxs).name
+            elif isinstance(s, GNUVerNeedSection):
+                for _vn, auxs in s.iter_versions():
+                    for aux in auxs:
+                        names[aux["vna_other"]] = aux.name
+            elif isinstance(s, DynamicSection) and s.name == ".dynamic":
+                needed = [t.needed for t in s.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+        out = {}
+        for i, sym in enumerate(elf.get_section_by_name(".dynsym").iter_symbols()):
+            if (sym["st_shndx"] == "SHN_UNDEF" or sym["st_info"]["bind"] not in _BINDS
+                    or sym["st_other"]["visibility"] not in _VISIBLE or not sym.name):
+                continue
+            v = versym.get_symbol(i)["ndx"] if versym else 0
+            key = sym.name if not isinstance(v, int) or (v & 0x7FFF) <= 1 else sym.name + "@" + names.get(v & 0x7FFF, "")
+            out[key] = (sym["st_info"]["type"], sym["st_size"])
+        return len(out)
+'''
+
+
+def reader_script(source: str) -> str:
+    """A ``python -c`` program: ``source``'s ``read`` on each path of its arguments."""
+    return source + "\nimport sys\nfor _path in sys.argv[1:]:\n    print(_path, read(_path))\n"
+
+
+def load_reader(source: str):
+    """``source``'s ``read`` function, to time it in this process."""
+    namespace: dict = {}
+    exec(compile(source, "<reader>", "exec"), namespace)  # noqa: S102 - the benchmark's own source text
+    return namespace["read"]

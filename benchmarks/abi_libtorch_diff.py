@@ -22,49 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from abi_common import (
     LAST_CPU,
     PY,
+    PYELFTOOLS_READ,
+    XCOMPAT_READ,
     extract,
     interleaved_cpu_ratio,
     measure,
+    reader_script,
     run,
     torch_new_wheel,
     torch_old_wheel,
     xcompat,
 )
-
-PYELFTOOLS = r"""
-import sys
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerSymSection, GNUVerNeedSection, GNUVerDefSection
-for path in sys.argv[1:]:
-    with open(path, "rb") as fh:
-        elf = ELFFile(fh)
-        dynsym = elf.get_section_by_name(".dynsym")
-        versym = next((s for s in elf.iter_sections() if isinstance(s, GNUVerSymSection)), None)
-        names = {}
-        for s in elf.iter_sections():
-            if isinstance(s, GNUVerDefSection):
-                for vd, auxs in s.iter_versions():
-                    names[vd["vd_ndx"]] = next(auxs).name
-            if isinstance(s, GNUVerNeedSection):
-                for _vn, auxs in s.iter_versions():
-                    for aux in auxs:
-                        names[aux["vna_other"]] = aux.name
-        out = {}
-        for i, sym in enumerate(dynsym.iter_symbols()):
-            if sym["st_shndx"] == "SHN_UNDEF" or sym["st_info"]["bind"] not in ("STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE"):
-                continue
-            v = versym.get_symbol(i)["ndx"] if versym else 0
-            key = sym.name if not isinstance(v, int) or (v & 0x7FFF) <= 1 else sym.name + "@" + names.get(v & 0x7FFF, "")
-            out[key] = (sym["st_info"]["type"], sym["st_size"])
-        print(path, len(out))
-"""
-
-OURS = r"""
-import sys
-from xcompat.abi.elf import read_elf
-for path in sys.argv[1:]:
-    print(path, len(read_elf(path).exports))
-"""
 
 
 def main() -> None:
@@ -106,9 +74,11 @@ def main() -> None:
         print(f"  ratio abidiff / xcompat, xcompat run right before and after each abidiff run: "
               f"{statistics.median(bracketed):.0f}x CPU (median of {args.abidiff_repeat}; goal: at least 50x)")
     print("reading .dynsym + version tables of both files (process start included):")
-    reader, _ = measure("xcompat ELF reader", [[PY, "-c", OURS, str(old), str(new)]], args.repeat)
+    reader, _ = measure("xcompat ELF reader", [[PY, "-c", reader_script(XCOMPAT_READ), str(old), str(new)]],
+                        args.repeat)
     if not args.skip_pyelftools:
-        pyelf, _ = measure("pyelftools", [[PY, "-c", PYELFTOOLS, str(old), str(new)]], max(1, args.repeat // 2))
+        pyelf, _ = measure("pyelftools", [[PY, "-c", reader_script(PYELFTOOLS_READ), str(old), str(new)]],
+                           max(1, args.repeat // 2))
         print(f"  ratio pyelftools / xcompat reader: {pyelf / reader:.1f}x wall, "
               f"{LAST_CPU['pyelftools'] / LAST_CPU['xcompat ELF reader']:.1f}x CPU")
     # in-process figure without interpreter start, for reference
