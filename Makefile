@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xcompat-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint lock bench clean test-cuda-build device-check test-containers bench-containers
+.PHONY: demo test test-unit lint lock bench clean test-cuda-build device-check test-containers bench-containers
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ demo: $(DEMO_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The unit tier alone, a subset of `make test`: each package's tests run in this process
+# (tests/unit); builds, compilers and xcompat's own processes are in tests/integration.
+test-unit: $(STAMP)
+	$(PY) -m pytest tests/unit -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff mypy

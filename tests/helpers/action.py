@@ -68,23 +68,35 @@ def plan_document(*cells: tuple[str, bool]) -> dict[str, Any]:
     }
 
 
-def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any] | None]:
-    """Run ``xcompat gate`` in a subprocess; return exit code, output and gate.json (schema-checked)."""
+def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None,
+             in_process: bool = False) -> tuple[int, str, dict[str, Any] | None]:
+    """Run ``xcompat gate`` in a subprocess (or, ``in_process``, through ``cli.main`` here);
+    return exit code, output and gate.json (schema-checked)."""
     import sys
 
     from xcompat.jsonio import validate
 
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("GITHUB_", "CI_", "GITLAB")) and k != "CI"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
-        env={**clean, **(env or {})}, timeout=120, check=False,
-    )
+    if in_process:
+        from tests.helpers.cli import xcompat_in_process
+
+        proc = xcompat_in_process("gate", *args, cwd=cwd, env={**clean, **(env or {})})
+    else:
+        proc = subprocess.run(
+            [sys.executable, "-m", "xcompat", "gate", *args], cwd=cwd, capture_output=True, text=True,
+            env={**clean, **(env or {})}, timeout=120, check=False,
+        )
     out = cwd / "gate.json"
     document = json.loads(out.read_text()) if out.exists() else None
     if document is not None:
         validate("gate", document)  # every gate.json the CLI writes matches its schema
     return proc.returncode, proc.stdout + proc.stderr, document
+
+
+def gate_in_process(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any] | None]:
+    """:func:`run_gate` through ``cli.main`` in this process."""
+    return run_gate(cwd, *args, env=env, in_process=True)
 
 
 def checks_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -173,21 +173,34 @@ def write_artifact(path: Path, document: dict[str, Any]) -> Path:
     return path
 
 
-def run_xcompat(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
+def _cli_env(env: dict[str, str] | None) -> dict[str, str]:
     full_env = {**os.environ, **(env or {})}
     for key in ("GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         if env is None or key not in env:
             full_env.pop(key, None)
+    return full_env
+
+
+def run_xcompat(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "xcompat", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=full_env,
+        env=_cli_env(env),
         check=False,
     )
+
+
+def run_xcompat_in_process(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """:func:`run_xcompat` through ``cli.main`` in this process."""
+    from tests.helpers.cli import xcompat_in_process
+
+    return xcompat_in_process(*args, cwd=cwd, env=_cli_env(env))
 
 
 def git(repo: Path, *args: str) -> str:

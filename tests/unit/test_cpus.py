@@ -1,9 +1,6 @@
 """usable_cpus counts the CPUs this process may run on, not the machine's."""
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -16,24 +13,23 @@ def test_usable_cpus_follows_the_affinity_mask():
     assert usable_cpus() == len(os.sched_getaffinity(0))
 
 
-def test_a_process_pinned_to_one_cpu_forks_no_spare_test_process():
+def test_a_process_pinned_to_one_cpu_forks_no_spare_test_process(monkeypatch):
     # The decision to fork the next test process while one runs needs a second core; a
     # process that a cpuset or taskset confines to one must not take it from cpu_count().
-    code = textwrap.dedent("""
-        import os
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-        from xcompat.cpus import usable_cpus
-        from xcompat.isolate.devices import DeviceSlot
-        from xcompat.isolate.runner import IsolatedRunner
+    from xcompat.isolate.devices import DeviceSlot
+    from xcompat.isolate.runner import IsolatedRunner
+
+    monkeypatch.delenv("XCOMPAT_TEST_PREFORK", raising=False)
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})
+    try:
         runner = IsolatedRunner(isolation="file", slots=[DeviceSlot(label="cpu")], timeout_s=5.0, threads=None)
         try:
-            print(usable_cpus(), os.cpu_count(), runner.prefork)
+            usable, machine, prefork = usable_cpus(), os.cpu_count(), runner.prefork
         finally:
             runner.cleanup()
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "XCOMPAT_TEST_PREFORK"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
-    usable, machine, prefork = out.split()
-    assert usable == "1"
-    assert int(machine) >= 1
-    assert prefork == "False"
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert usable == 1
+    assert machine is not None and machine >= 1
+    assert prefork is False

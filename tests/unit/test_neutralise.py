@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import html
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.cli import xcompat_in_process
 
 from xcompat.neutralise import (
     FIELD_CHARS,
@@ -65,8 +64,7 @@ def test_a_plan_with_a_cell_id_outside_the_safe_set_is_refused_in_one_line(tmp_p
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "cells": [{"id": cell_id, "required": True}]}))
     (tmp_path / "results").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "xcompat", "report", str(tmp_path / "results"), "--plan", str(plan)],
-                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    proc = xcompat_in_process("report", str(tmp_path / "results"), "--plan", str(plan), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
     assert "plan.json" in proc.stderr and not any(line.startswith("::") for line in proc.stderr.splitlines())

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers.coverage import run_xcompat, synthetic_artifact, write_artifact
+from tests.helpers.coverage import run_xcompat_in_process, synthetic_artifact, write_artifact
 
 from xcompat.coverage.report import read_merged_report
 
@@ -22,7 +22,7 @@ def test_merge_writes_three_outputs_and_passes(tmp_path):
     out = tmp_path / "out"
     summary = tmp_path / "summary.md"
     outputs = tmp_path / "outputs"
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage",
         "merge",
         str(tmp_path / "cells"),
@@ -46,7 +46,7 @@ def test_merge_writes_three_outputs_and_passes(tmp_path):
 
 def test_threshold_failure_exits_1_with_reason(tmp_path):
     a, b = cells(tmp_path)
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage",
         "merge",
         str(a),
@@ -68,7 +68,7 @@ def test_broken_cell_warns_and_rest_merges(tmp_path):
     a, _ = cells(tmp_path)
     broken = tmp_path / "cells" / "py3.12-macos-arm64-mps.json"
     broken.write_text(a.read_text()[:40])
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage",
         "merge",
         str(tmp_path / "cells"),
@@ -87,7 +87,7 @@ def test_broken_cell_warns_and_rest_merges(tmp_path):
 def test_nothing_mergeable_exits_2_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("not json")
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage", "merge", str(bad), "--repo", str(tmp_path), "--out-dir", str(tmp_path / "out")
     )
     assert proc.returncode == 2
@@ -99,7 +99,7 @@ def test_nothing_mergeable_exits_2_and_writes_nothing(tmp_path):
 
 def test_bad_threshold_option_is_usage_error(tmp_path):
     a, _ = cells(tmp_path)
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage", "merge", str(a), "--threshold-diff", "150", "--out-dir", str(tmp_path / "o")
     )
     assert proc.returncode == 2 and "--threshold-diff" in proc.stderr
@@ -108,7 +108,7 @@ def test_bad_threshold_option_is_usage_error(tmp_path):
 def test_rerun_into_the_input_folder_ignores_its_own_output(tmp_path):
     cells(tmp_path)
     for _ in range(2):
-        proc = run_xcompat(
+        proc = run_xcompat_in_process(
             "coverage",
             "merge",
             str(tmp_path / "cells"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers.coverage import run_xcompat
+from tests.helpers.coverage import run_xcompat_in_process
 
 from xcompat.coverage.collect import CollectOptions, cell_to_document, collect
 from xcompat.jsonio import validate
@@ -89,7 +89,7 @@ def test_cli_corrupt_data_names_file_and_cell_and_writes_nothing(project, tmp_pa
     bad = tmp_path / ".coverage.bad"
     bad.write_bytes(good.read_bytes()[:300])
     out = tmp_path / "cell.json"
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage",
         "collect",
         "--cell-id",
@@ -109,9 +109,9 @@ def test_cli_corrupt_data_names_file_and_cell_and_writes_nothing(project, tmp_pa
 
 
 def test_cli_usage_errors(tmp_path):
-    proc = run_xcompat("coverage", "collect", "--out", str(tmp_path / "x.json"))
+    proc = run_xcompat_in_process("coverage", "collect", "--out", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "nothing to collect" in proc.stderr
-    proc = run_xcompat(
+    proc = run_xcompat_in_process(
         "coverage",
         "collect",
         "--python-data",

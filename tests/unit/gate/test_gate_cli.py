@@ -1,4 +1,4 @@
-"""``xcompat gate`` end to end: real git tags, real result files, the real CLI in a subprocess."""
+"""``xcompat gate`` end to end: real git tags, real result files, the real CLI through `cli.main`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.action import Repo, checks_by_name, envelope, plan_document, run_gate, write
+from tests.helpers.action import Repo, checks_by_name, envelope, gate_in_process, plan_document, write
 
 CELLS = ("py3.12-linux-x86_64-cpu", "py3.12-linux-x86_64-cuda12.8", "py3.13-macos-arm64-mps")
 
@@ -39,7 +39,7 @@ FULL = ("--plan", "plan.json", "--results", "results", "--abi", "abi.json", "--c
 
 
 def test_allowed_when_everything_holds(release: Repo) -> None:
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 0, out
     assert doc is not None and doc["allowed"] is True and doc["status"] == "passed"
     checks = checks_by_name(doc)
@@ -56,7 +56,7 @@ def test_allowed_when_everything_holds(release: Repo) -> None:
 def test_missing_required_cell_is_refused(release: Repo) -> None:
     for path in (release.path / "results" / CELLS[1]).iterdir():
         path.unlink()
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     check = checks_by_name(doc)[f"cell:{CELLS[1]}"]
     assert check["passed"] is False
@@ -69,7 +69,7 @@ def test_missing_required_cell_is_refused(release: Repo) -> None:
 def test_non_passing_result_is_refused(release: Repo, status: str) -> None:
     write(release.path / "results" / CELLS[1] / "kernels.json",
           envelope("kernels", CELLS[1], status, "cuda unavailable, ran on cpu"))
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     reason = checks_by_name(doc)[f"cell:{CELLS[1]}"]["reason"]
     assert reason == f"got kernels {status}: cuda unavailable, ran on cpu, expected passed"
@@ -79,7 +79,7 @@ def test_non_passing_result_is_refused(release: Repo, status: str) -> None:
 def test_abi_break_needs_a_major_bump(release: Repo) -> None:
     write(release.path / "abi.json", {"version": 1, "required_bump": "major",
                                       "findings": [{"kind": "symbol_removed", "required_bump": "major"}]})
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     reason = checks_by_name(doc)["version-bump"]["reason"]
     assert reason.startswith("got a minor bump (v1.0.0 -> v1.1.0), expected at least major")
@@ -88,7 +88,7 @@ def test_abi_break_needs_a_major_bump(release: Repo) -> None:
 
 def test_abi_largest_of_several_diffs_counts(release: Repo) -> None:
     write(release.path / "abi-2.json", {"version": 1, "required_bump": "major", "findings": []})
-    rc, _, doc = run_gate(release.path, *FULL, "--abi", "abi-2.json")
+    rc, _, doc = gate_in_process(release.path, *FULL, "--abi", "abi-2.json")
     assert rc == 1
     assert checks_by_name(doc)["version-bump"]["details"]["required_bump"] == "major"
 
@@ -99,42 +99,42 @@ def test_zero_major_minor_step_counts_as_major(repo: Repo) -> None:
     repo.commit()
     repo.tag("v0.4.0")
     write(repo.path / "abi.json", {"version": 1, "required_bump": "major", "findings": []})
-    rc, out, doc = run_gate(repo.path, "--abi", "abi.json", "--tag", "v0.4.0", INSECURE)
+    rc, out, doc = gate_in_process(repo.path, "--abi", "abi.json", "--tag", "v0.4.0", INSECURE)
     assert rc == 0, out
     assert doc["release"]["bump"] == "major"
 
 
 def test_tag_comes_from_github_and_gitlab_env(release: Repo) -> None:
     args = [a for a in FULL if a not in ("--tag", "v1.1.0")]
-    rc, out, doc = run_gate(release.path, *args, env={"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v1.1.0"})
+    rc, out, doc = gate_in_process(release.path, *args, env={"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v1.1.0"})
     assert rc == 0, out
     assert doc["tag"] == "v1.1.0"
-    rc, out, doc = run_gate(release.path, *args, env={"CI_COMMIT_TAG": "v1.1.0"})
+    rc, out, doc = gate_in_process(release.path, *args, env={"CI_COMMIT_TAG": "v1.1.0"})
     assert rc == 0, out
     assert doc["tag"] == "v1.1.0"
 
 
 def test_abi_without_tag_is_refused(release: Repo) -> None:
-    rc, _, doc = run_gate(release.path, "--abi", "abi.json", INSECURE)
+    rc, _, doc = gate_in_process(release.path, "--abi", "abi.json", INSECURE)
     assert rc == 1
     assert checks_by_name(doc)["version-bump"]["reason"].startswith("got no release tag")
 
 
 def test_version_going_down_is_refused(release: Repo) -> None:
-    rc, _, doc = run_gate(release.path, "--abi", "abi.json", "--tag", "v0.9.0", "--previous-tag", "v1.0.0", INSECURE)
+    rc, _, doc = gate_in_process(release.path, "--abi", "abi.json", "--tag", "v0.9.0", "--previous-tag", "v1.0.0", INSECURE)
     assert rc == 1
     assert "expected a version greater than the last release" in checks_by_name(doc)["version-bump"]["reason"]
 
 
 def test_coverage_below_threshold_is_refused(release: Repo) -> None:
     write(release.path / "coverage.json", envelope("coverage", None, "failed", "diff 61.0% < 80%"))
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     assert checks_by_name(doc)["coverage"]["reason"] == "got failed (diff 61.0% < 80%), expected passed"
 
 
 def test_required_kind_missing_is_refused(release: Repo) -> None:
-    rc, _, doc = run_gate(release.path, *FULL, "--require-kind", "kernels")
+    rc, _, doc = gate_in_process(release.path, *FULL, "--require-kind", "kernels")
     assert rc == 1
     reason = checks_by_name(doc)[f"cell:{CELLS[0]}"]["reason"]
     assert reason == "got results for build, test, expected also kernels"
@@ -142,13 +142,13 @@ def test_required_kind_missing_is_refused(release: Repo) -> None:
 
 def test_result_for_unplanned_cell_warns(release: Repo) -> None:
     write(release.path / "results" / "stray" / "test.json", envelope("test", "py3.9-linux-x86_64-cpu", "failed"))
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 0, out
     assert any("which the plan does not name" in w for w in doc["warnings"])
 
 
 def test_no_checks_is_refused_not_valid(tmp_path: Path) -> None:
-    rc, out, doc = run_gate(tmp_path, INSECURE)
+    rc, out, doc = gate_in_process(tmp_path, INSECURE)
     assert rc == 1
     assert doc["allowed"] is False and doc["checks"] == []
     assert "no checks were requested" in out
@@ -156,7 +156,7 @@ def test_no_checks_is_refused_not_valid(tmp_path: Path) -> None:
 
 def test_plan_without_required_cells_is_refused(release: Repo) -> None:
     write(release.path / "plan.json", plan_document((CELLS[2], False)))
-    rc, _, doc = run_gate(release.path, "--plan", "plan.json", "--results", "results", INSECURE)
+    rc, _, doc = gate_in_process(release.path, "--plan", "plan.json", "--results", "results", INSECURE)
     assert rc == 1
     assert checks_by_name(doc)["plan"]["reason"].startswith("got 1 cell(s), none required")
 
@@ -177,7 +177,7 @@ def test_a_malformed_result_is_refused_red_and_the_rest_is_judged(release: Repo,
     """A result in the results folder that does not parse or check stops nothing: its cell is red
     with the refusal, the other cells and checks are judged, gate.json is written."""
     mutate(release.path)
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 1 and "Traceback" not in out, out
     checks = checks_by_name(doc)
     assert checks["results"]["passed"] is False and message in checks["results"]["reason"]
@@ -201,7 +201,7 @@ def test_a_malformed_result_is_refused_red_and_the_rest_is_judged(release: Repo,
 )
 def test_malformed_input_is_a_usage_error_and_writes_nothing(release: Repo, mutate, message: str) -> None:
     mutate(release.path)
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 2, out
     assert message in out
     assert "Traceback" not in out
@@ -209,7 +209,7 @@ def test_malformed_input_is_a_usage_error_and_writes_nothing(release: Repo, muta
 
 
 def test_results_without_plan_is_usage_error(release: Repo) -> None:
-    rc, out, _ = run_gate(release.path, "--results", "results")
+    rc, out, _ = gate_in_process(release.path, "--results", "results")
     assert rc == 2
     assert "--results needs --plan" in out
 
@@ -219,7 +219,7 @@ def test_summary_and_outputs_in_github_actions(release: Repo, tmp_path: Path) ->
     summary.touch()
     output.touch()
     write(release.path / "coverage.json", envelope("coverage", None, "failed", "diff 61.0% < 80%"))
-    rc, out, _ = run_gate(release.path, *FULL, env={
+    rc, out, _ = gate_in_process(release.path, *FULL, env={
         "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
     assert rc == 1
     text = summary.read_text()
@@ -236,7 +236,7 @@ def test_matrix_gate_settings_apply(release: Repo) -> None:
     plan["cells"][2]["backend"] = "mps"
     plan["settings"] = {"gate": {"tag_pattern": "v*", "required_backends": ["cpu", "mps"]}}
     write(release.path / "plan.json", plan)
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     checks = checks_by_name(doc)
     assert checks["tag-pattern"] == {"name": "tag-pattern", "passed": True,
@@ -250,7 +250,7 @@ def test_tag_outside_pattern_is_refused(release: Repo) -> None:
     plan = json.loads((release.path / "plan.json").read_text())
     plan["settings"] = {"gate": {"tag_pattern": "release-*", "required_backends": []}}
     write(release.path / "plan.json", plan)
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     assert checks_by_name(doc)["tag-pattern"]["passed"] is False
 
@@ -259,7 +259,7 @@ def test_required_backend_without_cells_is_refused(release: Repo) -> None:
     plan = json.loads((release.path / "plan.json").read_text())
     plan["settings"] = {"gate": {"tag_pattern": "v*", "required_backends": ["rocm"]}}
     write(release.path / "plan.json", plan)
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     assert checks_by_name(doc)["plan"]["reason"].startswith("got no cell for required backend rocm")
 
@@ -290,7 +290,7 @@ def built(release: Repo) -> Repo:
 
 
 def test_exact_wheel_set_is_allowed(built: Repo) -> None:
-    rc, out, doc = run_gate(built.path, *FULL, "--require-kind", "build", "--dist", "dist")
+    rc, out, doc = gate_in_process(built.path, *FULL, "--require-kind", "build", "--dist", "dist")
     assert rc == 0, out
     assert checks_by_name(doc)["wheels"]["reason"].startswith("got 2 wheel(s) matching the sha256")
 
@@ -299,11 +299,11 @@ def test_rebuilt_or_extra_or_missing_wheel_is_refused(built: Repo) -> None:
     dist = built.path / "dist"
     name = "sample_ext-1.1.0-cp312-cp312-manylinux_2_28_x86_64.whl"
     (dist / name).write_bytes(b"rebuilt after the tests")
-    rc, _, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    rc, _, doc = gate_in_process(built.path, *FULL, "--dist", "dist")
     assert rc == 1
     assert "no passing build recorded with these bytes" in checks_by_name(doc)["wheels"]["reason"]
     (dist / name).unlink()
-    rc, _, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    rc, _, doc = gate_in_process(built.path, *FULL, "--dist", "dist")
     assert rc == 1
     assert f"1 recorded wheel(s) absent ({name})" in checks_by_name(doc)["wheels"]["reason"]
 
@@ -315,12 +315,12 @@ def test_any_other_file_the_upload_would_publish_is_refused(built: Repo, extra: 
     (dist / extra).write_bytes(b"not built by any cell")
     (dist / ".gitkeep").write_bytes(b"")  # not matched by the upload's glob
     (dist / "logs").mkdir()  # folders are not uploaded
-    rc, out, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    rc, out, doc = gate_in_process(built.path, *FULL, "--dist", "dist")
     assert rc == 1, out
     wheels = checks_by_name(doc)["wheels"]
     assert wheels["passed"] is False and f"would be uploaded too ({extra})" in wheels["reason"], wheels
     (dist / extra).unlink()
-    rc, out, doc = run_gate(built.path, *FULL, "--dist", "dist")
+    rc, out, doc = gate_in_process(built.path, *FULL, "--dist", "dist")
     assert rc == 0, out
 
 
@@ -330,7 +330,7 @@ def test_build_result_covering_cells_counts_per_cell(built: Repo) -> None:
     document["cells"][1]["status"] = "failed"
     document["cells"][1]["reason"] = "nvcc: unsupported gpu architecture"
     write(path, document)
-    rc, _, doc = run_gate(built.path, *FULL)
+    rc, _, doc = gate_in_process(built.path, *FULL)
     assert rc == 1
     checks = checks_by_name(doc)
     assert checks[f"cell:{CELLS[0]}"]["passed"] is True
@@ -338,7 +338,7 @@ def test_build_result_covering_cells_counts_per_cell(built: Repo) -> None:
 
 
 def test_dist_without_results_is_usage_error(built: Repo) -> None:
-    rc, out, _ = run_gate(built.path, "--dist", "dist")
+    rc, out, _ = gate_in_process(built.path, "--dist", "dist")
     assert rc == 2 and "--dist needs --plan and --results" in out
 
 
@@ -350,13 +350,13 @@ def test_coverage_threshold_checks_name_the_number(release: Repo) -> None:
             {"name": "diff", "threshold": 70.0, "actual": 61.0, "passed": False, "reason": "61.0% < 70.0%"},
         ],
     })
-    rc, _, doc = run_gate(release.path, *FULL)
+    rc, _, doc = gate_in_process(release.path, *FULL)
     assert rc == 1
     assert checks_by_name(doc)["coverage"]["reason"] == "got failed (diff 61.0% (threshold 70.0%)), expected passed"
     write(release.path / "coverage.json", {
         **envelope("coverage", None, "passed", "ok"),
         "gate": [{"name": "overall", "threshold": 80.0, "actual": 84.25, "passed": True, "reason": "ok"}],
     })
-    rc, out, doc = run_gate(release.path, *FULL)
+    rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 0, out
     assert checks_by_name(doc)["coverage"]["reason"] == "got passed (overall 84.2% (threshold 80.0%)), expected passed"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.helpers.cli import xcompat_in_process
 
 from xcompat.cli import main
 from xcompat.log import Logger
@@ -111,10 +112,9 @@ def test_pre_commit_hook_entry_checks_the_files_it_is_given(tmp_path: Path) -> N
     entry = shlex.split(hook["entry"])
     assert entry[0] == "xcompat"
     # As pre-commit runs it: the entry, then the staged files that match.
-    run = [sys.executable, "-m", "xcompat", *entry[1:]]
-    ok = subprocess.run([*run, str(good)], capture_output=True, text=True, check=False)
+    ok = xcompat_in_process(*entry[1:], str(good))
     assert ok.returncode == 0, ok.stderr
-    failed = subprocess.run([*run, str(good), str(bad)], capture_output=True, text=True, check=False)
+    failed = xcompat_in_process(*entry[1:], str(good), str(bad))
     assert failed.returncode == 2
     assert "backendz" in failed.stderr and str(bad) in failed.stderr
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.cli import xcompat_in_process
 
 from xcompat.errors import VerificationError
 from xcompat.log import Logger
@@ -54,8 +53,7 @@ tests: {timeout: 45, isolation: file}
 def test_project_without_a_matrix_is_a_one_line_error_not_the_sample(tmp_path: Path):
     project = _project(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    proc = subprocess.run([sys.executable, "-m", "xcompat", "run", str(project), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = xcompat_in_process("run", str(project), "--out", str(tmp_path / "out"), env=env)
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "has no .xcompat/matrix.yml" in lines[0] and "xcompat matrix init" in lines[0]

@@ -1,8 +1,7 @@
 import json
-import subprocess
-import sys
 
 import pytest
+from tests.helpers.cli import xcompat_in_process
 from tests.helpers.report import (
     make_cell,
     make_plan,
@@ -23,7 +22,7 @@ def write(path, document):
 
 
 def run_cli(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "xcompat", "report", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    return xcompat_in_process("report", *args, cwd=cwd, env=env)
 
 
 def test_folders_are_searched_recursively_and_other_json_is_noted(tmp_path):

@@ -72,14 +72,11 @@ def test_a_result_named_directly_is_an_input_error(tmp_path: Path) -> None:
 def test_a_cells_own_coverage_artifact_is_a_result_not_a_refusal(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """`coverage collect` writes files keyed by path (schema coverage-cell): the report shows its
     status, and only a document that breaks its shape is refused."""
-    import subprocess
-    import sys
-
+    from tests.helpers.cli import xcompat_in_process
     from tests.helpers.coverage import synthetic_artifact, write_artifact
 
     cell = "py3.12-linux-x86_64-cpu"
     write_artifact(tmp_path / cell / "coverage.json", synthetic_artifact(cell, {"pkg/a.py": ([1, 2, 3], [2])}))
-    proc = subprocess.run([sys.executable, "-m", "xcompat", "report", str(tmp_path), "--format", "text"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = xcompat_in_process("report", str(tmp_path), "--format", "text")
     assert "refused" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.cli import xcompat_in_process
 from tests.helpers.report import make_cell, make_plan, make_test, make_test_result, stage_result
 
 from xcompat.settings import ProjectFacts, defaults_settings
@@ -21,8 +21,7 @@ def _write(path: Path, document) -> None:
 
 def _report(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith(("GITHUB_", "GITLAB", "CI_"))}
-    return subprocess.run([sys.executable, "-m", "xcompat", "report", *args], capture_output=True, text=True, check=False,
-                          env=env, timeout=60)
+    return xcompat_in_process("report", *args, env=env)
 
 
 def _run_folder(tmp_path: Path, test_outcome: str = "passed") -> Path:

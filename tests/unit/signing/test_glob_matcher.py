@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -42,12 +40,10 @@ def test_negation_vetoes() -> None:
     assert match_pattern_list("xcompat-matrix-v1", "file,xcompat-*") is True
 
 
+@pytest.mark.timeout(60)
 def test_a_pathological_pattern_does_not_hang() -> None:
     """`*a*a*...*b` against `aaaa...` took exponential time with the regex translation."""
-    code = ("from xcompat.signing.allowed_signers import match_pattern_list\n"
-            "print(match_pattern_list('a' * 2000, ','.join(['*a' * 40 + '*b'] * 5)))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
+    assert match_pattern_list("a" * 2000, ",".join(["*a" * 40 + "*b"] * 5)) is False
 
 
 def test_overlong_pattern_lists_are_refused_when_parsed() -> None:

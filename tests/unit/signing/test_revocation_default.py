@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from tests.helpers.action import GIT_ENV, git
+from tests.helpers.cli import xcompat_in_process
 from tests.helpers.matrix import make_key_with_python, matrix_text
 
 from xcompat.errors import VerificationError
@@ -105,10 +104,9 @@ def test_cli_matrix_verify_refuses_a_revoked_key_with_exit_3(repo) -> None:
     root, alice, matrix = repo
     _revoke_at_base(root, alice)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "xcompat", "matrix", "verify", str(matrix), "--allowed-signers",
-         str(root / ".xcompat" / "allowed_signers"), "--trust-ref", "HEAD"],
-        cwd=root, capture_output=True, text=True, env={**env, **GIT_ENV}, timeout=60, check=False,
+    proc = xcompat_in_process(
+        "matrix", "verify", str(matrix), "--allowed-signers", str(root / ".xcompat" / "allowed_signers"),
+        "--trust-ref", "HEAD", cwd=root, env={**env, **GIT_ENV},
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "revoked" in proc.stderr and "Traceback" not in proc.stderr
