@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -13,7 +14,16 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/task
 
 
 def _sleeper() -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Popen returns once exec has begun; the kernel sets the new command line a moment later,
+    # and until then /proc/PID/cmdline reads empty.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+            if b"time.sleep" in fh.read():
+                break
+        time.sleep(0.001)
+    return proc
 
 
 def test_only_children_that_appeared_since_the_snapshot_are_ended():
