@@ -1,6 +1,8 @@
 """``xcompat gate``: refuse a release unless the signed matrix was satisfied.
 
-Exit codes: 0 allowed, 1 refused (gate.json names every reason), 2 unreadable input.
+Exit codes: 0 allowed, 1 refused (gate.json names every reason), 2 unreadable input, 3 no
+verified matrix or a forged plan, 4 git failed, 5 git missing: each is the ``exit_code`` of the
+error raised (``xcompat.errors``), turned into the exit code by ``cli.main`` alone.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from pathlib import Path
 
 from xcompat.outputs import OutputFile
 
-STAGE_KINDS = ("build", "kernels", "test", "probe", "abi", "coverage")
-
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
+    from xcompat.results.envelope import STAGE_KINDS
+
     parser.description = (
         "Release gate. Allows a tag only when every requested check passes: the matrix signature "
         "against a protected trust ref, a passing result for every required cell of the plan, an ABI "
@@ -22,8 +24,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "coverage thresholds. Asking for no check at all is refused."
     )
     parser.epilog = ("Exit codes: 0 release allowed, 1 refused (every reason is in --out), 2 unreadable input "
-                     "or bad usage, 3 no verified matrix (--matrix) and no --insecure-no-verify, 4 git failed, "
-                     "5 git missing. See docs/gate.md.")
+                     "or bad usage, 3 no verified matrix (--matrix) and no --insecure-no-verify, or a plan that is "
+                     "not the one the verified matrix yields, 4 git failed, 5 git missing. See docs/gate.md.")
     evidence = parser.add_argument_group("evidence")
     evidence.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                           help="plan written by `xcompat matrix plan --format json`")

@@ -122,19 +122,19 @@ def execute(args: argparse.Namespace) -> int:
 def _from_plan(args: argparse.Namespace, env: Mapping[str, str], expect: str | None) -> tuple[Settings, list[Cell], Path]:
     """The settings and cells of ``--plan``, bound to ``--matrix`` when given."""
     from xcompat.errors import InputError, VerificationError
-    from xcompat.jsonio import read_json
     from xcompat.matrix import load_matrix
     from xcompat.matrix.plan import plan_mismatch
     from xcompat.model import Cell
+    from xcompat.results.collect import load_plan
     from xcompat.settings import is_ci, settings_from_plan
 
-    document = read_json(args.plan)
+    document = load_plan(args.plan)
     settings = settings_from_plan(document, source=str(args.plan))
     if is_ci(env) and settings.matrix_sha256 is None:
         raise VerificationError("in CI the plan must carry matrix_sha256 (the verified matrix it was made from)",
                                 file=args.plan)
     cells: list[Cell] = []
-    for index, raw in enumerate(document.get("cells") or []):
+    for index, raw in enumerate(document["cells"]):
         try:
             cells.append(Cell.from_dict(raw))
         except (KeyError, TypeError, ValueError, AttributeError):

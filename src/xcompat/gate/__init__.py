@@ -3,7 +3,9 @@
 Checks, all of which must pass (an empty set of checks is refused, never "valid"):
 
 * ``matrix-signature``: the matrix is signed by a key in the trust list of a protected ref;
-* ``plan-source``: with ``--matrix``, the plan was made from that (signed) matrix;
+* ``plan-source``: with ``--matrix``, the plan was made from that (signed) matrix: it names
+  its sha256, and it is the plan those bytes yield (a plan edited after it was made, its
+  ``matrix_sha256`` kept, is refused with exit 3);
 * ``tag-pattern``: the tag matches the matrix's ``gate.tag-pattern``;
 * ``cell:<id>``: every required cell **of the verified matrix** (expanded here, not read
   from the plan, so a plan filtered with ``--backend cpu`` cannot drop one) has results,
@@ -14,6 +16,10 @@ Checks, all of which must pass (an empty set of checks is refused, never "valid"
 * ``coverage``: the merged coverage result passed its thresholds;
 * ``wheels``: with ``--dist``, the wheels to publish are byte for byte the ones passing
   builds recorded (name and sha256), no more, no fewer.
+
+The plan is read by ``xcompat.results.collect.load_plan`` (the report's reader) and the cells
+are judged by ``xcompat.results.judge``: the gate renders its verdict's cells and texts, and
+never edits them.
 
 ``evaluate_gate`` returns a ``GateDecision``; ``decision_document`` renders ``gate.json``.
 The environment is passed in as a mapping, never read from ``os.environ`` here.
@@ -32,7 +38,6 @@ from typing import Any
 
 from xcompat.errors import UsageError, VerificationError
 from xcompat.gate.checks import (
-    CellVerdict,
     CheckOutcome,
     check_abi_bump,
     check_cells,
@@ -43,8 +48,11 @@ from xcompat.gate.checks import (
     check_wheels,
     load_abi_diff,
 )
-from xcompat.gate.results import StageResult, load_plan, load_results
+from xcompat.gate.results import StageResult, load_results
 from xcompat.gate.versions import ReleaseStep, release_step
+from xcompat.results.envelope import STAGE_KINDS
+from xcompat.results.verdict import CellVerdict
+from xcompat.settings import Settings
 
 __all__ = [
     "CheckOutcome",
@@ -82,7 +90,7 @@ class GateRequest:
 @dataclass(frozen=True, kw_only=True)
 class GateDecision:
     checks: tuple[CheckOutcome, ...]
-    cells: tuple[CellVerdict, ...] = ()
+    cells: tuple[CellVerdict, ...] = ()  # judge()'s verdict of each planned cell
     step: ReleaseStep | None = None
     tag: str | None = None
     warnings: tuple[str, ...] = field(default=())
@@ -133,8 +141,7 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
     if request.matrix is None:
         warnings.append("the matrix was not verified (--insecure-no-verify): the plan's cells and settings "
                         "were judged as they are")
-    verified_sha256: str | None = None
-    verified_matrix = None
+    verified = None
     if request.matrix is not None:
         if request.allowed_signers is None:
             raise UsageError("--matrix needs --allowed-signers (with --trust-ref, the path inside that ref)")
@@ -143,44 +150,41 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
             signature=request.signature, revoked=request.revoked, repo=request.bound_repo, env=env,
         )
         checks.append(outcome)
-        verified_sha256 = None if verified is None else verified.sha256
-        verified_matrix = None if verified is None else verified.matrix
+    verified_matrix = None if verified is None else verified.matrix
 
-    plan = None
     results: tuple[StageResult, ...] = ()
-    cells: list[dict[str, Any]] | None = None
-    settings = None
-    if verified_matrix is not None:
-        from xcompat.matrix.plan import expand
-        from xcompat.settings import resolve_settings
-
-        cells = [c.to_dict() for c in expand(verified_matrix)]
-        settings = resolve_settings(verified_matrix, signed=True)
     if request.plan is not None:
+        from xcompat.results.collect import load_plan
+
         plan = load_plan(request.plan)
         if request.matrix is not None:
-            checks.append(check_plan_source(plan, verified_sha256, request.matrix))
-        if settings is not None:
-            from dataclasses import replace
+            checks.append(check_plan_source(plan, verified, plan_path=request.plan, matrix=request.matrix))
+        if verified_matrix is not None:
+            from xcompat.matrix.plan import expand
+            from xcompat.settings import resolve_settings
 
-            plan = replace(plan, tag_pattern=settings.gate.tag_pattern,
-                           required_backends=settings.gate.required_backends, settings=settings)
-        pattern = check_tag_pattern(plan, tag)
+            cells = [c.to_dict() for c in expand(verified_matrix)]
+            settings: Settings | None = resolve_settings(verified_matrix, signed=True)
+        else:  # the plan's own cells and settings, taken on trust (or refused by the checks above)
+            from xcompat.settings import settings_from_plan
+
+            cells = plan["cells"]
+            settings = (settings_from_plan(plan, source=str(request.plan))
+                        if isinstance(plan.get("settings"), dict) else None)
+        pattern = check_tag_pattern(settings, tag)
         if pattern is not None:
             checks.append(pattern)
         results = load_results(request.results) if request.results else ()
-        cell_checks, cell_verdicts, cell_warnings = check_cells(
-            plan, results, require_kinds=request.require_kinds, cells=cells, settings=settings,
-        )
-        if cells is not None:
-            planned = {c.id for c in plan.cells}
+        cell_checks, verdict = check_cells(cells, results, require_kinds=request.require_kinds, settings=settings)
+        if verified_matrix is not None:
+            planned = {c["id"] for c in plan["cells"]}
             dropped = [c["id"] for c in cells if c["id"] not in planned]
             if dropped:
                 warnings.append(f"the plan lists {len(planned)} cell(s); the verified matrix has {len(cells)}: "
                                 f"judged every cell of the matrix ({len(dropped)} not in the plan, e.g. {dropped[0]})")
         checks.extend(cell_checks)
-        verdicts = tuple(cell_verdicts)
-        warnings.extend(cell_warnings)
+        verdicts = tuple(cell for cell in verdict.cells if cell.planned)
+        warnings.extend(verdict.unplanned)
 
     step: ReleaseStep | None = None
     if request.abi:
@@ -193,8 +197,8 @@ def evaluate_gate(request: GateRequest, env: Mapping[str, str] | None = None) ->
         checks.append(check_coverage(path, None if verified_matrix is None else verified_matrix.coverage))
 
     if request.dist is not None:
-        required_ids = None if cells is None else {v.id for v in verdicts if v.required}
-        checks.append(check_wheels(request.dist, plan, results, required_ids))
+        required_ids = None if request.plan is None else {v.id for v in verdicts if v.required}
+        checks.append(check_wheels(request.dist, results, required_ids))
 
     return GateDecision(checks=tuple(checks), cells=verdicts, step=step, tag=tag, warnings=tuple(warnings))
 
@@ -219,8 +223,10 @@ def decision_document(decision: GateDecision) -> dict[str, Any]:
             "found_by": step.how_found,
         },
         "checks": [check.to_dict() for check in decision.checks],
+        # gate.json names stage kinds only; a refused result of no known kind is in the "results" check
         "cells": [
-            {"id": v.id, "required": v.required, "status": v.status, "kinds": list(v.kinds)}
+            {"id": v.id, "required": v.required, "status": v.status,
+             "kinds": [k for k in v.kinds if k in STAGE_KINDS]}
             for v in decision.cells
         ],
         "warnings": list(decision.warnings),

@@ -1,6 +1,6 @@
 """The release gate's checks. Each returns ``CheckOutcome`` objects and never raises for a
 negative verdict; malformed input still raises ``InputError`` (exit 2), because a gate that
-cannot read its evidence must not guess.
+cannot read its evidence must not guess, and a forged plan ``VerificationError`` (exit 3).
 
 Every reason reads "got X, expected Y" so a refused release says what to change.
 """
@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcompat.errors import InputError, XcompatError
-from xcompat.gate.results import STAGE_KINDS, Plan, StageResult, wheels_of
+from xcompat.errors import InputError, VerificationError, XcompatError
+from xcompat.gate.results import StageResult, wheels_of
 from xcompat.gate.versions import ReleaseStep
 from xcompat.results.status import BUMP_ORDER, bump_rank, severity
+from xcompat.results.verdict import Verdict
 from xcompat.settings import Settings
 
 
@@ -37,18 +38,10 @@ class CheckOutcome:
 # -- cells --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CellVerdict:
-    id: str
-    required: bool
-    status: str  # passed | failed | crashed | skipped | fallback | missing
-    kinds: tuple[str, ...]
-
-
 def check_cells(
-    plan: Plan, results: Sequence[StageResult], *, require_kinds: Sequence[str] = (),
-    cells: Sequence[Mapping[str, Any]] | None = None, settings: Settings | None = None,
-) -> tuple[list[CheckOutcome], list[CellVerdict], list[str]]:
+    cells: Sequence[Mapping[str, Any]], results: Sequence[StageResult], *, settings: Settings | None = None,
+    require_kinds: Sequence[str] = (),
+) -> tuple[list[CheckOutcome], Verdict]:
     """One check per required cell, from the one verdict the report uses (``xcompat.results.judge``).
 
     ``cells``/``settings``: the verified matrix's own expansion and settings (the gate's
@@ -56,20 +49,13 @@ def check_cells(
     ``is_required``: marked ``required``, or on a backend in ``gate.required-backends``.
     A missing result fails (the runner never came, the job was skipped); a ``fallback``
     (ran, but on a fallback backend, not the one the cell names) fails; a ``skipped``
-    required stage fails. Returns the checks, a verdict for every cell, and warnings
-    (results for cells the plan does not name).
+    required stage fails. Returns the checks and ``judge``'s verdict as it is: its cells and
+    texts are shown by the gate, never edited.
     """
     from xcompat.results.verdict import judge
 
-    specs = [dict(c) for c in cells] if cells is not None else [c.as_spec() for c in plan.cells]
-    settings = settings if settings is not None else plan.settings
-    if settings is None and plan.required_backends:
-        from xcompat.settings import defaults_settings
-
-        settings = defaults_settings(required_backends=plan.required_backends)
+    specs = [dict(c) for c in cells]
     verdict = judge(results, specs, settings=settings, require_kinds=require_kinds)
-    warnings = [w.replace("which the plan does not list", "which the plan does not name")
-                for w in verdict.warnings if "which the plan does not list" in w]
     checks: list[CheckOutcome] = []
     if verdict.misplaced:
         more = f" (+{len(verdict.misplaced) - 1} more)" if len(verdict.misplaced) > 1 else ""
@@ -87,15 +73,10 @@ def check_cells(
             reason=f"got result refused: {verdict.refused[0]}{more}, expected every result file to read and check",
             details={"refused": list(verdict.refused)},
         ))
-    verdicts: list[CellVerdict] = []
-    planned_ids = {c["id"] for c in specs}
     for cell in verdict.cells:
-        if cell.id not in planned_ids:
+        if not cell.planned:
             continue
         items = [s.result for s in cell.stages]
-        # gate.json names stage kinds only; a refused result of no known kind is in the "results" check
-        kinds = tuple(k for k in cell.kinds if k in STAGE_KINDS)
-        verdicts.append(CellVerdict(id=cell.id, required=cell.required, status=cell.status, kinds=kinds))
         if not cell.required:
             continue
         name = f"cell:{cell.id}"
@@ -129,10 +110,10 @@ def check_cells(
             name=name, passed=True,
             reason=f"got {len(items)} passing result(s) ({', '.join(cell.kinds)}), expected passed",
         ))
-    required_backends = settings.gate.required_backends if settings is not None else plan.required_backends
+    required_backends = settings.gate.required_backends if settings is not None else ()
     if not specs:
         checks.append(CheckOutcome(name="plan", passed=False, reason="got an empty plan, expected cells"))
-    elif not any(v.required for v in verdicts):
+    elif not any(c.required for c in verdict.cells if c.planned):
         checks.append(CheckOutcome(
             name="plan", passed=False,
             reason=f"got {len(specs)} cell(s), none required; expected at least one required cell",
@@ -145,19 +126,20 @@ def check_cells(
                 reason=f"got no cell for required backend {backend}, expected at least one "
                 "(matrix gate.required-backends)",
             ))
-    return checks, verdicts, warnings
+    return checks, verdict
 
 
-def check_tag_pattern(plan: Plan, tag: str | None) -> CheckOutcome | None:
+def check_tag_pattern(settings: Settings | None, tag: str | None) -> CheckOutcome | None:
     """The tag must match the matrix's ``gate.tag-pattern`` (shell-style): other tags are not releases."""
     import fnmatch
 
-    if plan.tag_pattern is None or tag is None:
+    if settings is None or tag is None:
         return None
-    passed = fnmatch.fnmatchcase(tag, plan.tag_pattern)
+    pattern = settings.gate.tag_pattern
+    passed = fnmatch.fnmatchcase(tag, pattern)
     return CheckOutcome(
         name="tag-pattern", passed=passed,
-        reason=f"got tag {tag!r}, expected one matching {plan.tag_pattern!r} (matrix gate.tag-pattern)",
+        reason=f"got tag {tag!r}, expected one matching {pattern!r} (matrix gate.tag-pattern)",
     )
 
 
@@ -316,19 +298,37 @@ def check_matrix_signature(
     ), verified
 
 
-def check_plan_source(plan: Plan, verified_sha256: str | None, matrix: Path) -> CheckOutcome:
-    """The plan judged must be the plan of the matrix whose signature was checked (same sha256)."""
-    if verified_sha256 is None:
+def check_plan_source(plan: Mapping[str, Any], verified: Any, *, plan_path: Path, matrix: Path) -> CheckOutcome:
+    """The plan judged must be the plan of the matrix whose signature was checked.
+
+    ``verified``: the ``VerifiedMatrix`` (None when its signature was refused). A plan of
+    another matrix (its ``matrix_sha256`` names other bytes) fails this check. A plan that
+    names the verified bytes but is not the plan they yield (``plan_mismatch``: the plan is
+    recomputed from the verified matrix and compared whole, cells and settings) was edited
+    after it was made, keeping the field: it is refused outright (``VerificationError``,
+    exit 3), as ``xcompat matrix settings --plan --matrix --expect-sha256`` refuses it.
+    """
+    from xcompat.matrix.plan import plan_mismatch
+
+    if verified is None:
         return CheckOutcome(name="plan-source", passed=False,
                             reason=f"got an unverified matrix {matrix}, expected the plan of a verified one")
-    if plan.matrix_sha256 is None:
+    sha = plan.get("matrix_sha256")
+    if not isinstance(sha, str) or not sha:
         return CheckOutcome(name="plan-source", passed=False,
                             reason="got a plan without matrix_sha256, expected one made by `xcompat matrix plan`")
-    return CheckOutcome(
-        name="plan-source", passed=plan.matrix_sha256 == verified_sha256,
-        reason=f"got a plan of matrix sha256 {plan.matrix_sha256[:16]}, expected {verified_sha256[:16]} "
-        f"(the verified {matrix})",
-    )
+    reason = (f"got a plan of matrix sha256 {sha[:16]}, expected {verified.sha256[:16]} "
+              f"(the verified {matrix})")
+    if sha != verified.sha256:
+        return CheckOutcome(name="plan-source", passed=False, reason=reason)
+    mismatch = plan_mismatch(plan, verified.matrix)
+    if mismatch is not None:
+        raise VerificationError(
+            f"{mismatch} is not what the verified matrix {matrix} (sha256 {verified.sha256[:16]}) yields; "
+            "refusing the plan",
+            file=plan_path, hint="pass the plan `xcompat matrix plan` wrote from this matrix, unedited",
+        )
+    return CheckOutcome(name="plan-source", passed=True, reason=reason)
 
 
 # -- the exact wheel set ---------------------------------------------------------------
@@ -344,8 +344,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
-                 required_ids: set[str] | None = None) -> CheckOutcome:
+def check_wheels(dist: Path, results: Sequence[StageResult], required_ids: set[str] | None = None) -> CheckOutcome:
     """The wheels about to be published are exactly the ones passing builds of required cells recorded.
 
     Every ``*.whl`` in ``dist`` must match, by name and sha256, a wheel recorded by a
@@ -353,12 +352,11 @@ def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
     nothing else may lie there that an upload would publish too (``twine upload dist/*``, as
     pypa/gh-action-pypi-publish runs it, takes every file: an sdist dropped there by a build
     step would go out ungated). Provenance is then attested over these bytes, not over
-    whatever a later step rebuilt.
+    whatever a later step rebuilt. ``required_ids``: the required cells whose builds count
+    (None: every build).
     """
     if not dist.is_dir():
         raise InputError("wheel folder not found", file=dist, hint="download the wheel artifacts there first")
-    required = required_ids if required_ids is not None else (
-        None if plan is None else {c.id for c in plan.cells if plan.required(c)})
     from xcompat.results.verdict import expand
 
     results = expand(results)
@@ -366,7 +364,7 @@ def check_wheels(dist: Path, plan: Plan | None, results: Sequence[StageResult],
     for result in results:
         if result.kind != "build" or result.status != "passed":
             continue
-        if required is not None and result.cell_id is not None and result.cell_id not in required:
+        if required_ids is not None and result.cell_id is not None and result.cell_id not in required_ids:
             continue
         for wheel in wheels_of(result):
             recorded[wheel.file].add(wheel.sha256)

@@ -189,8 +189,10 @@ class Stages:
         if result.status != "passed":
             self.halted = "the plan stage failed"  # no cell to build or test for
             return result
-        doc = load_json(full) or {}
-        cells = doc.get("cells", [])
+        from xcompat.results.collect import load_plan
+
+        doc = load_plan(full)  # the one plan reader, as the report and the gate read it
+        cells = doc["cells"]
         local, notes = _pick_framework_versions(cells, _installed_frameworks())
         doc["cells"] = local
         jsonio.write_json(p.path("plan.json"), doc)

@@ -23,8 +23,9 @@ from xcompat.model import cell_id_problem
 from xcompat.results.status import STAGE_STATUSES, severity, test_stage_status
 
 RESULT_VERSION = 1
-# Kinds written per cell by the stages; everything else with an envelope is shown generically.
-STAGE_KINDS = frozenset({"build", "kernels", "test", "probe", "abi", "coverage"})
+# Kinds written per cell by the stages (ordered: `xcompat gate --help` lists them so); everything
+# else with an envelope is shown generically.
+STAGE_KINDS = ("build", "kernels", "test", "probe", "abi", "coverage")
 # Documents with a version and kind that are not stage results: a run's own outputs.
 NOT_RESULTS = frozenset({"report", "settings", "plan", "run", "verify", "gate"})
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,63}")

@@ -1,7 +1,8 @@
 """What is required: one answer for the report, the gate and ``xcompat run``'s exit code.
 
 ``is_required(cell, settings)``: the cell must pass before the report is green or a release
-is allowed: the matrix marks it ``required``, or its backend is in ``gate.required-backends``.
+is allowed: the matrix marks it ``required`` (a cell that does not say is), or its backend is
+in ``gate.required-backends``.
 
 ``required_stages(cell, settings, project)``: which stage kinds such a cell must pass, each
 with the reason. ``build`` always; ``test`` unless ``tests.pytest`` is empty; ``kernels``
@@ -31,8 +32,12 @@ def _get(cell: Any, name: str) -> Any:
 
 
 def is_required(cell: Any, settings: Settings | None) -> bool:
-    """A plan cell (``xcompat.model.Cell`` or its dict) gates the report and the release."""
-    if bool(_get(cell, "required")):
+    """A plan cell (``xcompat.model.Cell`` or its dict) gates the report and the release.
+
+    A cell that does not say ``required`` is required, as the matrix's cells are by default
+    (``Cell.from_dict`` reads it so too): only ``required: false`` makes a cell optional."""
+    marked = _get(cell, "required")
+    if marked is None or bool(marked):
         return True
     backend = _get(cell, "backend")
     return settings is not None and backend is not None and backend in settings.gate.required_backends

@@ -76,6 +76,7 @@ class Verdict:
     conclusion: Conclusion
     misplaced: tuple[str, ...] = ()  # results for another cell found in a cell's folder (also in problems)
     refused: tuple[str, ...] = ()  # "FILE: why" of each result file that was refused (also in problems)
+    unplanned: tuple[str, ...] = ()  # results for cells the plan does not list (also in warnings)
 
     @property
     def green(self) -> bool:
@@ -145,9 +146,9 @@ def judge(
         if result.refused:
             refused.append(result.refused)
             # Red where it would have counted: the job whose folder it came in wrote it.
-            cell = owner or result.cell_id
-            if cell != result.cell_id:
-                result = replace(result, cell_id=cell, data={**result.data, "cell_id": cell})
+            counted_for = owner or result.cell_id
+            if counted_for != result.cell_id:
+                result = replace(result, cell_id=counted_for, data={**result.data, "cell_id": counted_for})
         elif owner is not None and result.cell_id != owner:
             what = (f"a run-level {result.kind} result (for no cell)" if result.cell_id is None
                     else f"a {result.kind} result for cell {result.cell_id}")
@@ -158,7 +159,7 @@ def judge(
             global_results.append(result)
         else:
             by_cell.setdefault(result.cell_id, []).append(result)
-    warnings: list[str] = []
+    unplanned: list[str] = []
     problems: list[str] = list(misplaced)
     specs: dict[str, tuple[Mapping[str, Any], bool]] = {}
     for spec in plan_cells or ():
@@ -167,11 +168,12 @@ def judge(
         if cid not in specs:
             spec = cell_spec(cid, items) if cell_spec is not None else {"id": cid, "required": True}
             if plan_cells is not None:
-                warnings.append(f"{len(items)} result(s) for {cid}, which the plan does not list "
-                                f"(e.g. {items[0].source})")
+                unplanned.append(f"{len(items)} result(s) for {cid}, which the plan does not list "
+                                 f"(e.g. {items[0].source})")
                 spec = {**spec, "required": False}
             specs[cid] = (spec, plan_cells is None)
 
+    warnings: list[str] = list(unplanned)
     coverage = coverage_requirement(settings)
     cells: list[CellVerdict] = []
     for cid, (spec, planned) in specs.items():
@@ -230,4 +232,4 @@ def judge(
         conclusion = "success"
     return Verdict(cells=tuple(cells), global_results=tuple(global_results), problems=tuple(problems),
                    warnings=tuple(warnings), conclusion=conclusion, misplaced=tuple(misplaced),
-                   refused=tuple(refused))
+                   refused=tuple(refused), unplanned=tuple(unplanned))

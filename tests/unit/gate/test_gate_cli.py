@@ -144,7 +144,7 @@ def test_result_for_unplanned_cell_warns(release: Repo) -> None:
     write(release.path / "results" / "stray" / "test.json", envelope("test", "py3.9-linux-x86_64-cpu", "failed"))
     rc, out, doc = gate_in_process(release.path, *FULL)
     assert rc == 0, out
-    assert any("which the plan does not name" in w for w in doc["warnings"])
+    assert any("which the plan does not list" in w for w in doc["warnings"])
 
 
 def test_no_checks_is_refused_not_valid(tmp_path: Path) -> None:
@@ -192,10 +192,10 @@ def test_a_malformed_result_is_refused_red_and_the_rest_is_judged(release: Repo,
         (lambda p: write(p / "abi.json", {"version": 1, "required_bump": "breaking"}),
          "$.required_bump: got 'breaking'"),
         (lambda p: write(p / "plan.json", {"version": 1, "cells": [{"required": True}]}),
-         "$.cells[0]: a cell needs a non-empty string 'id'"),
+         '$.cells[0]: each cell needs a string "id"'),
         (lambda p: write(p / "plan.json", {"version": 1, "cells": [{"id": "a"}, {"id": "a"}]}),
          "cell id 'a' appears twice"),
-        (lambda p: write(p / "plan.json", {"version": 1, "jobs": []}), "not a plan"),
+        (lambda p: write(p / "plan.json", {"version": 1, "jobs": []}), 'a plan must be an object with a "cells" list'),
         (lambda p: write(p / "coverage.json", {"version": 1}), "needs the envelope field 'status'"),
     ],
 )

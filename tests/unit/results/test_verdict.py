@@ -9,7 +9,6 @@ from tests.helpers.report import make_cell, make_plan, make_test, make_test_resu
 
 from xcompat.errors import InputError
 from xcompat.gate.checks import check_cells
-from xcompat.gate.results import Plan, PlannedCell
 from xcompat.matrix import load_matrix
 from xcompat.report import build_report
 from xcompat.results import BUMP_ORDER, SEVERITY, bump_rank, is_required, judge, parse_envelope, worst
@@ -101,13 +100,12 @@ def test_optional_cuda_cell_on_a_required_backend_agrees_in_report_and_gate():
     report = build_report(docs, plan)
     assert report.conclusion == "failure"
     assert next(c for c in report.cells if c.id == cuda.id).required is True
-    gate_plan = Plan(cells=(PlannedCell(id=cpu.id, required=True, backend="cpu"),
-                            PlannedCell(id=cuda.id, required=False, backend="cuda")),
-                     required_backends=("cpu", "cuda"),
-                     settings=defaults_settings(required_backends=("cpu", "cuda")))
-    checks, verdicts, _ = check_cells(gate_plan, _envelopes(*docs))
+    gate_cells = [{"id": cpu.id, "required": True, "backend": "cpu"},
+                  {"id": cuda.id, "required": False, "backend": "cuda"}]
+    checks, verdict = check_cells(gate_cells, _envelopes(*docs),
+                                  settings=defaults_settings(required_backends=("cpu", "cuda")))
     assert not all(c.passed for c in checks)
-    assert {v.id: v.status for v in verdicts} == {c.id: c.status for c in report.cells}
+    assert {v.id: v.status for v in verdict.cells} == {c.id: c.status for c in report.cells}
 
 
 @pytest.mark.parametrize("status", ["failed", "crashed", "fallback", "skipped"])
@@ -115,10 +113,9 @@ def test_report_and_gate_agree_on_every_status(status):
     a = make_cell()
     docs = [stage_result("build", a.id), make_test_result(a.id, [make_test("t.py::x")], status=status)]
     report = build_report(docs, make_plan([a]))
-    checks, verdicts, _ = check_cells(Plan(cells=(PlannedCell(id=a.id, required=True, backend="cpu"),)),
-                                      _envelopes(*docs))
+    checks, verdict = check_cells([{"id": a.id, "required": True, "backend": "cpu"}], _envelopes(*docs))
     assert report.conclusion == "failure" and not checks[0].passed
-    assert verdicts[0].status == report.cells[0].status == status
+    assert verdict.cells[0].status == report.cells[0].status == status
 
 
 def test_is_required_is_the_cell_flag_or_a_required_backend():
