@@ -51,7 +51,7 @@ def _execute(args: argparse.Namespace) -> int:
     from xcompat.abi.render import render_markdown, render_text
     from xcompat.abi.rules import PolicyError, load_policy_file
     from xcompat.abi.semver import VersionError
-    from xcompat.errors import InputError, UsageError
+    from xcompat.errors import CheckFailed, InputError, UsageError
     from xcompat.jsonio import dump_json, write_json
     from xcompat.log import get_logger
 
@@ -96,6 +96,5 @@ def _execute(args: argparse.Namespace) -> int:
     if markdown:
         log.write_summary(markdown)  # GitHub Actions job summary; a no-op elsewhere
     if doc["status"] == "failed":
-        log.error(f"ABI check failed: {doc['summary']}")
-        return 1
+        raise CheckFailed(f"ABI check failed: {doc['summary']}")
     return 0

@@ -34,7 +34,7 @@ def render_stable_text(doc: dict) -> str:
 def execute(args: argparse.Namespace) -> int:
     from xcompat.abi.links import LinkInputError
     from xcompat.abi.stable import audit_stable
-    from xcompat.errors import InputError
+    from xcompat.errors import CheckFailed, InputError
     from xcompat.jsonio import dump_json, write_json
 
     try:
@@ -46,4 +46,5 @@ def execute(args: argparse.Namespace) -> int:
     if args.output:
         write_json(args.output, doc)
     sys.stdout.write(dump_json(doc) if args.format == "json" else render_stable_text(doc))
-    return 1 if doc["status"] == "failed" else 0
+    # the document already says why; the exit code alone tells the caller
+    return CheckFailed.exit_code if doc["status"] == "failed" else 0

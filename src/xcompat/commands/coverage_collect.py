@@ -66,6 +66,7 @@ def execute(args: argparse.Namespace) -> int:
     import json
 
     from xcompat.coverage.collect import CollectOptions, cell_to_document, collect, parse_maps
+    from xcompat.errors import InputError
     from xcompat.jsonio import atomic_write_text, validate
     from xcompat.log import get_logger
 
@@ -102,7 +103,6 @@ def execute(args: argparse.Namespace) -> int:
     for problem in cell.errors:
         log.error(problem.message, file=problem.file)
     if failed:
-        log.error(f"{document['summary']}; {args.out} was not written", file=str(args.out))
-        return 2
+        raise InputError(f"{document['summary']}; {args.out} was not written", file=args.out)
     log.info(f"{args.out}: {document['summary']}")
     return 0

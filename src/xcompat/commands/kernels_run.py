@@ -60,12 +60,10 @@ def render_text(doc: dict) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from xcompat.errors import UnavailableError
+    from xcompat.errors import CheckFailed, UnavailableError
     from xcompat.jsonio import dump_json, validate, write_json
     from xcompat.kernels import run_kernels
-    from xcompat.log import get_logger
 
-    log = get_logger()
     gpu_archs = getattr(args, "gpu_archs", None)
     try:
         doc = run_kernels(
@@ -91,9 +89,7 @@ def execute(args: argparse.Namespace) -> int:
             write_json(args.json, doc, schema="kernels")
         sys.stdout.write(render_text(doc))
     if doc["status"] == "fallback":
-        log.error(f"kernels: {doc['summary']}: a required lane that ran on a fallback backend is not a pass")
-        return 1
+        raise CheckFailed(f"kernels: {doc['summary']}: a required lane that ran on a fallback backend is not a pass")
     if doc["status"] == "failed":
-        log.error(f"kernels: {doc['summary']}")
-        return 1
+        raise CheckFailed(f"kernels: {doc['summary']}")
     return 0

@@ -47,8 +47,8 @@ def render_text(doc: dict) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from xcompat.errors import CheckFailed
     from xcompat.jsonio import dump_json, validate, write_json
-    from xcompat.log import get_logger
     from xcompat.probe import collect_probe
 
     doc = collect_probe(wheel=args.wheel, cell_id=args.cell_id)
@@ -57,6 +57,5 @@ def execute(args: argparse.Namespace) -> int:
         write_json(args.output, doc, schema="probe")
     sys.stdout.write(dump_json(doc) if args.json else render_text(doc))
     if doc["status"] == "failed":
-        get_logger().error(f"probe: {doc['summary']}")
-        return 1
+        raise CheckFailed(f"probe: {doc['summary']}")
     return 0

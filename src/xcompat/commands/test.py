@@ -167,7 +167,7 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.settings import defaults
 
     pytest_args = list(args.pytest_args or [])
-    from xcompat.errors import UsageError
+    from xcompat.errors import CheckFailed, UsageError
     from xcompat.settings.pytest_options import not_running_option
 
     refused = not_running_option(pytest_args)
@@ -208,7 +208,6 @@ def execute(args: argparse.Namespace) -> int:
         )
     line = result.summary()
     if result.failed:
-        log.error(line)
-        return 1
+        raise CheckFailed(line)
     log.success(line)
     return 0
