@@ -15,7 +15,7 @@ from xcompat.outputs import OutputFile
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    from xcompat.results.envelope import STAGE_KINDS
+    from xcompat.results.stages import STAGES
 
     parser.description = (
         "Release gate. Allows a tag only when every requested check passes: the matrix signature "
@@ -31,10 +31,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                           help="plan written by `xcompat matrix plan --format json`")
     evidence.add_argument("--results", type=Path, action="append", default=[], metavar="DIR",
                           help="folder searched recursively for per-cell result JSON (repeatable)")
-    evidence.add_argument("--require-kind", action="append", default=[], choices=STAGE_KINDS,
+    kinds = tuple(STAGES)
+    evidence.add_argument("--require-kind", action="append", default=[], choices=kinds,
                           dest="require_kinds", metavar="KIND",
                           help=f"every required cell must have a passing result of this kind "
-                          f"({', '.join(STAGE_KINDS)}; repeatable)")
+                          f"({', '.join(kinds)}; repeatable)")
     evidence.add_argument("--abi", type=Path, action="append", default=[], metavar="ABI_DIFF_JSON",
                           help="`xcompat abi diff --format json` output (repeatable; the largest bump counts)")
     evidence.add_argument("--coverage", type=Path, action="append", default=[], metavar="COVERAGE_JSON",

@@ -73,7 +73,7 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
     from xcompat.outputs import write_inside
     from xcompat.report import render, write_html
     from xcompat.report import write_json as write_report_json
-    from xcompat.results.envelope import STAGE_KINDS
+    from xcompat.results.stages import STAGES
 
     folder.mkdir(parents=True, exist_ok=True)
     results_dir = folder / "results"
@@ -83,7 +83,7 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
         shutil.rmtree(results_dir)
     results_dir.mkdir()
     for index, result in enumerate(loaded.results):
-        kind = result.kind if result.kind in STAGE_KINDS else "result"
+        kind = result.kind if result.kind in STAGES else "result"
         write_inside(results_dir, f"{index:04d}-{kind}.json", dump_json(result.data).encode("utf-8"))
     if loaded.settings is not None:
         write_inside(results_dir, "settings.json", dump_json(loaded.settings).encode("utf-8"))

@@ -50,7 +50,7 @@ from xcompat.gate.checks import (
 )
 from xcompat.gate.results import StageResult, load_results
 from xcompat.gate.versions import ReleaseStep, release_step
-from xcompat.results.envelope import STAGE_KINDS
+from xcompat.results.stages import STAGES
 from xcompat.results.verdict import CellVerdict
 from xcompat.settings import Settings
 
@@ -226,7 +226,7 @@ def decision_document(decision: GateDecision) -> dict[str, Any]:
         # gate.json names stage kinds only; a refused result of no known kind is in the "results" check
         "cells": [
             {"id": v.id, "required": v.required, "status": v.status,
-             "kinds": [k for k in v.kinds if k in STAGE_KINDS]}
+             "kinds": [k for k in v.kinds if k in STAGES]}
             for v in decision.cells
         ],
         "warnings": list(decision.warnings),

@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from xcompat.errors import InputError
-from xcompat.results.envelope import STAGE_KINDS, StageResult
+from xcompat.results.envelope import StageResult
 from xcompat.results.kinds import RecordedWheel, build_wheels
+from xcompat.results.stages import STAGES
 
 __all__ = ["RecordedWheel", "StageResult", "load_results", "wheels_of"]
 
@@ -35,4 +36,4 @@ def load_results(folders: Iterable[Path]) -> tuple[StageResult, ...]:
         if not folder.is_dir():
             raise InputError("results folder not found", file=folder, hint="download the stage artifacts there first")
     loaded = collect(paths)
-    return tuple(r for r in loaded.results if r.kind in STAGE_KINDS or r.refused)
+    return tuple(r for r in loaded.results if r.kind in STAGES or r.refused)

@@ -29,13 +29,10 @@ from xcompat.pipeline.local import (
     python_tag,
 )
 from xcompat.resources import data_dir
+from xcompat.results.stages import STAGES, result_file
 from xcompat.settings import is_ci
 
 RUN_VERSION = 1
-# Stages whose own command writes a stage result, and where.
-RESULT_OF_STAGE = {"build": "wheels/build.json", "probe": "probe.json", "kernels": "kernels.json",
-                   "test": "test.json", "abi": "abi.json", "coverage": "coverage/coverage.json"}
-PER_CELL = frozenset({"build", "probe", "kernels", "test", "coverage"})
 
 
 def _bundled_sample() -> tuple[Path, Path]:
@@ -371,15 +368,15 @@ class Stages:
         stage the settings do not require (skipped, with the reason), exactly as it sees
         results the stages wrote themselves.
         """
-        build = load_json(self.pipe.path(RESULT_OF_STAGE["build"])) if self.cell_id else None
+        build = load_json(self.pipe.path(STAGES["build"].result_file)) if self.cell_id else None
         if isinstance(build, dict) and build.get("cell_id") is None and build.get("status") in ("passed", "failed"):
             # `xcompat build` on this machine builds for no named cell: its wheel is the run's cell's.
             jsonio.write_json(self.pipe.path("stages", "build-cell.json"), {
                 "version": 1, "kind": "build", "cell_id": self.cell_id, "status": build["status"],
-                "summary": f"the wheel built on this machine ({RESULT_OF_STAGE['build']}): {build.get('summary', '')}",
+                "summary": f"the wheel built on this machine ({STAGES['build'].result_file}): {build.get('summary', '')}",
             })
         for result in self.pipe.results:
-            own = RESULT_OF_STAGE.get(result.name)
+            own = result_file(result.name)
             if own is not None and self.pipe.path(own).is_file():
                 continue
             if result.name == "baseline":
@@ -399,7 +396,7 @@ class Stages:
                            "(something ended the process before it was written)")
             if kind == "pipeline":
                 summary = f"{result.name}: {summary}"
-            cell = self.cell_id if kind in PER_CELL else None
+            cell = self.cell_id if kind in STAGES and STAGES[kind].per_cell else None
             if kind == "abi" and result.status == "skipped":
                 cell = None
             document = {"version": 1, "kind": kind, "cell_id": cell, "status": status, "summary": summary,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from xcompat.report.channels import load_limits
@@ -27,8 +28,9 @@ from xcompat.report.model import (
 )
 from xcompat.results import kinds as K
 from xcompat.results.envelope import parse_envelope
+from xcompat.results.stages import STAGES
 from xcompat.results.status import bump_rank, severity, worst_bump
-from xcompat.results.verdict import judge
+from xcompat.results.verdict import CellVerdict, judge
 from xcompat.settings import ProjectFacts, Settings
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -216,6 +218,132 @@ def _display_spec(cell_id: str, results: list[StageResult]) -> dict[str, Any]:
     return spec
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Sections:
+    """What the cells and the run-level results add to the report's sections, as they are read."""
+
+    failures: list[Failure] = field(default_factory=list)
+    abi_findings: list[AbiFinding] = field(default_factory=list)
+    abi_results: list[StageResult] = field(default_factory=list)
+    coverage_results: list[StageResult] = field(default_factory=list)
+    other: list[StageResult] = field(default_factory=list)
+
+
+def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
+    """One cell's row: its stages (a skip the settings allow says why), its tests' counts; its
+    failing tests and kernels, ABI findings and coverage go to ``sections``."""
+    required = cv.required
+    passed = failed = skipped = not_run = 0
+    stages: list[StageStatus] = []
+    for judged in cv.stages:
+        result = judged.result
+        summary = result.summary
+        kind = STAGES.get(result.kind)
+        if not judged.counted and judged.reason and kind is not None and kind.demanded is not None:
+            summary = f"{summary} (not required: {judged.reason})" if summary else f"not required: {judged.reason}"
+        stages.append(StageStatus(kind=result.kind, status=result.status, summary=summary))
+        if result.kind == "test":
+            found, (p, f, s) = _test_failures(result, required)
+            passed, failed, skipped = passed + p, failed + f, skipped + s
+            not_run += K.tests_not_run(result)
+            sections.failures.extend(found)
+        elif result.kind == "kernels":
+            sections.failures.extend(_kernel_failures(result, required))
+        elif result.kind == "abi":
+            sections.abi_findings.extend(_abi_findings(result))
+            sections.abi_results.append(result)
+        elif result.kind == "coverage":
+            sections.coverage_results.append(result)
+        elif kind is None:
+            sections.other.append(result)
+        if judged.counted and result.status in ("failed", "crashed", "fallback") and not any(
+            f.cell_id == cv.id and f.kind == result.kind for f in sections.failures
+        ):
+            sections.failures.append(Failure(
+                cell_id=cv.id, kind=result.kind, name=result.kind, outcome=result.status,
+                message=result.summary, log_tail=_result_tail(result), required=required,
+            ))
+    fields = _cell_fields({**cv.spec, "id": cv.id})
+    fields.pop("required")
+    cell = CellReport(
+        **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
+        stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
+        tests_not_run=not_run, tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
+    )
+    if cell.status in ("missing", "skipped") and required:
+        sections.failures.append(Failure(cell_id=cv.id, kind="cell", name="no passing result"
+                                         if cell.status == "skipped" else "no result", outcome=cell.status,
+                                         message=cv.reason, required=True))
+    return cell
+
+
+def _run_level(results: Iterable[StageResult], sections: _Sections) -> None:
+    """Results tied to no cell: an ABI diff, merged coverage, and anything else among the others."""
+    for result in results:
+        if result.kind == "abi":
+            sections.abi_findings.extend(_abi_findings(result))
+            sections.abi_results.append(result)
+        elif result.kind == "coverage":
+            sections.coverage_results.append(result)
+        else:
+            sections.other.append(result)
+        if result.status in ("failed", "crashed", "fallback"):
+            sections.failures.append(Failure(cell_id=None, kind=result.kind, name=_failure_name(result),
+                                             outcome=result.status, message=result.summary,
+                                             log_tail=_result_tail(result)))
+
+
+def _abi_section(abi_results: list[StageResult], abi_findings: list[AbiFinding]) -> AbiSection | None:
+    if not abi_results:
+        return None
+    declared = [b for b in (K.abi_required_bump(r) for r in abi_results) if b is not None]
+    bump = worst_bump([f.required_bump for f in abi_findings] + declared)
+    worst_abi = max(abi_results, key=lambda r: severity(r.status))
+    abi_findings.sort(key=lambda f: (-bump_rank(f.required_bump), f.library, f.display_symbol))
+    # The version change the ABI diff saw, for the report's "release as X" line (one diff: unambiguous).
+    versions = K.abi_versions(worst_abi)
+    # An ABI diff always writes its required_bump; a result without one is a stage that did not
+    # compare anything (its envelope says why), and claims neither "unchanged" nor a bump.
+    compared = bool(declared) or bool(abi_findings)
+    return AbiSection(required_bump=bump, findings=tuple(abi_findings), status=worst_abi.status,
+                      summary="; ".join(r.summary for r in abi_results if r.summary),
+                      actual_bump=versions.actual_bump, old_version=versions.old_version,
+                      new_version=versions.new_version, compared=compared)
+
+
+def _coverage_section(coverage_results: list[StageResult], warnings: list[str]) -> CoverageSection | None:
+    if not coverage_results:
+        return None
+    # The merged (cell-less) coverage result wins over per-cell ones.
+    chosen = next((r for r in coverage_results if r.cell_id is None), coverage_results[-1])
+    coverage = _coverage(chosen)
+    if (coverage.diff_threshold is not None and coverage.diff_percent is not None
+            and coverage.diff_percent < coverage.diff_threshold and chosen.status == "passed"):
+        warnings.append(
+            f"diff coverage {coverage.diff_percent:.1f}% is below the threshold {coverage.diff_threshold:.1f}%")
+    return coverage
+
+
+def _headline(conclusion: str, cells: list[CellReport], abi: AbiSection | None, coverage: CoverageSection | None,
+              elsewhere: tuple[ElsewhereCell, ...]) -> str:
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    parts = [f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    headline = {"failure": "failed", "success": "passed", "neutral": "nothing conclusive ran"}[conclusion] + (
+        f": {len(cells)} cell{'' if len(cells) == 1 else 's'}, " + ", ".join(parts) if cells else "")
+    if abi is not None:
+        if not abi.compared:
+            headline += "; ABI: not compared"
+        else:
+            headline += f"; ABI: {abi.required_bump} bump" if abi.required_bump != "none" else "; ABI: no change"
+    if coverage is not None and coverage.percent is not None:
+        headline += f"; coverage {coverage.percent:.1f}%"
+    if elsewhere:
+        headline += f"; {len(elsewhere)} cell{'s' if len(elsewhere) != 1 else ''} not run here"
+    return headline
+
+
 def build_report(
     results: Iterable[StageResult | Mapping[str, Any]],
     plan: Mapping[str, Any] | None = None,
@@ -243,96 +371,13 @@ def build_report(
                     require_kinds=tuple(require_kinds), cell_spec=_display_spec)
     notes_list = list(notes)
     warnings = list(verdict.warnings)
-    problems = list(verdict.problems)
+    sections = _Sections()
+    cells = [_cell_report(cv, sections) for cv in verdict.cells]
+    _run_level(verdict.global_results, sections)
+    abi = _abi_section(sections.abi_results, sections.abi_findings)
+    coverage = _coverage_section(sections.coverage_results, warnings)
 
-    cells: list[CellReport] = []
-    failures: list[Failure] = []
-    abi_findings: list[AbiFinding] = []
-    abi_results: list[StageResult] = []
-    coverage_results: list[StageResult] = []
-    other: list[StageResult] = []
-
-    for cv in verdict.cells:
-        required = cv.required
-        passed = failed = skipped = not_run = 0
-        stages: list[StageStatus] = []
-        for judged in cv.stages:
-            result = judged.result
-            summary = result.summary
-            if not judged.counted and judged.reason and result.kind not in ("probe", "coverage", "abi"):
-                summary = f"{summary} (not required: {judged.reason})" if summary else f"not required: {judged.reason}"
-            stages.append(StageStatus(kind=result.kind, status=result.status, summary=summary))
-            if result.kind == "test":
-                found, (p, f, s) = _test_failures(result, required)
-                passed, failed, skipped = passed + p, failed + f, skipped + s
-                not_run += K.tests_not_run(result)
-                failures.extend(found)
-            elif result.kind == "kernels":
-                failures.extend(_kernel_failures(result, required))
-            elif result.kind == "abi":
-                abi_findings.extend(_abi_findings(result))
-                abi_results.append(result)
-            elif result.kind == "coverage":
-                coverage_results.append(result)
-            elif result.kind not in ("build", "probe"):
-                other.append(result)
-            if judged.counted and result.status in ("failed", "crashed", "fallback") and not any(
-                f.cell_id == cv.id and f.kind == result.kind for f in failures
-            ):
-                failures.append(Failure(
-                    cell_id=cv.id, kind=result.kind, name=result.kind, outcome=result.status,
-                    message=result.summary, log_tail=_result_tail(result), required=required,
-                ))
-        fields = _cell_fields({**cv.spec, "id": cv.id})
-        fields.pop("required")
-        cell = CellReport(
-            **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
-            stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
-            tests_not_run=not_run, tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
-        )
-        cells.append(cell)
-        if cell.status in ("missing", "skipped") and required:
-            failures.append(Failure(cell_id=cv.id, kind="cell", name="no passing result" if cell.status == "skipped"
-                                    else "no result", outcome=cell.status, message=cv.reason, required=True))
-
-    for result in verdict.global_results:
-        if result.kind == "abi":
-            abi_findings.extend(_abi_findings(result))
-            abi_results.append(result)
-        elif result.kind == "coverage":
-            coverage_results.append(result)
-        else:
-            other.append(result)
-        if result.status in ("failed", "crashed", "fallback"):
-            failures.append(Failure(cell_id=None, kind=result.kind, name=_failure_name(result), outcome=result.status,
-                                    message=result.summary, log_tail=_result_tail(result)))
-
-    abi = None
-    if abi_results:
-        declared = [b for b in (K.abi_required_bump(r) for r in abi_results) if b is not None]
-        bump = worst_bump([f.required_bump for f in abi_findings] + declared)
-        worst_abi = max(abi_results, key=lambda r: severity(r.status))
-        abi_findings.sort(key=lambda f: (-bump_rank(f.required_bump), f.library, f.display_symbol))
-        # The version change the ABI diff saw, for the report's "release as X" line (one diff: unambiguous).
-        versions = K.abi_versions(worst_abi)
-        # An ABI diff always writes its required_bump; a result without one is a stage that did not
-        # compare anything (its envelope says why), and claims neither "unchanged" nor a bump.
-        compared = bool(declared) or bool(abi_findings)
-        abi = AbiSection(required_bump=bump, findings=tuple(abi_findings), status=worst_abi.status,
-                         summary="; ".join(r.summary for r in abi_results if r.summary),
-                         actual_bump=versions.actual_bump, old_version=versions.old_version,
-                         new_version=versions.new_version, compared=compared)
-
-    coverage = None
-    if coverage_results:
-        # The merged (cell-less) coverage result wins over per-cell ones.
-        chosen = next((r for r in coverage_results if r.cell_id is None), coverage_results[-1])
-        coverage = _coverage(chosen)
-        if (coverage.diff_threshold is not None and coverage.diff_percent is not None
-                and coverage.diff_percent < coverage.diff_threshold and chosen.status == "passed"):
-            warnings.append(
-                f"diff coverage {coverage.diff_percent:.1f}% is below the threshold {coverage.diff_threshold:.1f}%")
-
+    failures = sections.failures
     # Failures first: required before optional, then by severity, then by cell and name.
     failures.sort(key=lambda f: (not f.required, -severity(f.outcome), f.cell_id or "", f.name))
     cells.sort(key=lambda c: (c.python, c.platform, c.arch, c.backend, c.toolkit or "", c.frameworks, c.id))
@@ -340,26 +385,12 @@ def build_report(
     conclusion = verdict.conclusion
     if conclusion == "neutral" and not all_results and not cells:
         notes_list.append("no results were found")
-    counts: dict[str, int] = {}
-    for c in cells:
-        counts[c.status] = counts.get(c.status, 0) + 1
-    parts = [f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1])]
-    headline = {"failure": "failed", "success": "passed", "neutral": "nothing conclusive ran"}[conclusion] + (
-        f": {len(cells)} cell{'' if len(cells) == 1 else 's'}, " + ", ".join(parts) if cells else "")
-    if abi is not None:
-        if not abi.compared:
-            headline += "; ABI: not compared"
-        else:
-            headline += f"; ABI: {abi.required_bump} bump" if abi.required_bump != "none" else "; ABI: no change"
-    if coverage is not None and coverage.percent is not None:
-        headline += f"; coverage {coverage.percent:.1f}%"
     elsewhere = _not_run_here(plan)
-    if elsewhere:
-        headline += f"; {len(elsewhere)} cell{'s' if len(elsewhere) != 1 else ''} not run here"
     return Report(
-        title=title, conclusion=conclusion, headline=headline, cells=tuple(cells), failures=tuple(failures),
-        problems=tuple(problems), warnings=tuple(warnings), abi=abi, coverage=coverage, other=tuple(other),
-        notes=tuple(notes_list), artifact_url=artifact_url, not_run_here=elsewhere,
+        title=title, conclusion=conclusion, headline=_headline(conclusion, cells, abi, coverage, elsewhere),
+        cells=tuple(cells), failures=tuple(failures), problems=tuple(verdict.problems), warnings=tuple(warnings),
+        abi=abi, coverage=coverage, other=tuple(sections.other), notes=tuple(notes_list), artifact_url=artifact_url,
+        not_run_here=elsewhere,
     )
 
 

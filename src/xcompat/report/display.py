@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from xcompat.report.model import BUMP_ORDER, STATUS_SYMBOL, AbiFinding, CellReport, FileCoverage, Report
+from xcompat.results.stages import STAGES, display_rank
 
-# Stages that are named in a grid cell only when they did not pass.
-QUIET_STAGES = ("build", "probe", "kernels", "coverage")
-STAGE_ORDER = {"build": 0, "probe": 1, "kernels": 2, "test": 3, "abi": 4, "coverage": 5}
 LANGUAGE_NAMES = {
     "c": "C",
     "cpp": "C++",
@@ -233,10 +231,12 @@ class StagePart:
 
 
 def stage_parts(cell: CellReport) -> list[StagePart]:
-    """The stages a grid cell names: tests always (with counts), others when present and not quiet."""
+    """The stages a grid cell names, in the order of the table of stage kinds: tests always (with
+    counts), others when present and not quiet (``StageKind.quiet``: named only when they did not pass)."""
     parts = []
-    for stage in sorted(cell.stages, key=lambda s: STAGE_ORDER.get(s.kind, 9)):
-        if stage.kind in QUIET_STAGES and stage.status in ("passed", "skipped"):
+    for stage in sorted(cell.stages, key=lambda s: display_rank(s.kind)):
+        kind = STAGES.get(stage.kind)
+        if kind is not None and kind.quiet and stage.status in ("passed", "skipped"):
             continue
         detail = ""
         if stage.kind == "test":
@@ -248,7 +248,7 @@ def stage_parts(cell: CellReport) -> list[StagePart]:
                 detail = f"{detail}, {cell.tests_not_run} not run" if detail else f"{cell.tests_not_run} not run"
         parts.append(
             StagePart(
-                kind="tests" if stage.kind == "test" else stage.kind, status=stage.status, detail=detail
+                kind=kind.shown_as if kind is not None else stage.kind, status=stage.status, detail=detail
             )
         )
     return parts

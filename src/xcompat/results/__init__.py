@@ -7,6 +7,9 @@
     verdict = judge(loaded.results, plan_cells, settings=settings, project=facts)
     verdict.conclusion, verdict.problems, verdict.cells
 
+What each kind of stage result is (its file in a run, its readers, when it is required, where
+the report shows it) is one table, ``STAGES`` (``xcompat.results.stages``).
+
 The report (``xcompat.report.aggregate``), the release gate (``xcompat.gate``) and
 ``xcompat run``'s exit code are all computed from ``judge``.
 """
@@ -26,10 +29,12 @@ _WHERE = {
     "BUMP_ORDER": "status", "SEVERITY": "status", "Bump": "status", "bump_rank": "status", "worst": "status",
     "worst_bump": "status",
     "CellVerdict": "verdict", "Verdict": "verdict", "judge": "verdict",
+    "STAGES": "stages", "StageKind": "stages",
 }
 
 __all__ = [
-    "BUMP_ORDER", "SEVERITY", "Bump", "CellVerdict", "LoadedResults", "StageResult", "Verdict", "bump_rank",
+    "BUMP_ORDER", "SEVERITY", "STAGES", "Bump", "CellVerdict", "LoadedResults", "StageKind", "StageResult",
+    "Verdict", "bump_rank",
     "is_required", "judge", "load_plan", "load_results", "parse_envelope", "required_stages", "worst", "worst_bump",
 ]
 

@@ -6,7 +6,7 @@ stage's own fields follow (``schemas/<kind>.schema.json``). A value of the wrong
 an ``InputError`` naming the file and the JSON path, never a guess.
 
 ``parse_envelope`` checks the envelope and then every field the readers of the kind use
-(``xcompat.results.kinds.check_fields``) before anything is derived from them, so no
+(``xcompat.results.stages.check_fields``) before anything is derived from them, so no
 consumer (report, gate, run) ever meets a field of the wrong type. A ``kind`` is a short
 lower-case word and a ``cell_id`` is in the cell id character set (``xcompat.model``):
 both end up in file names, job names and logs.
@@ -20,12 +20,10 @@ from typing import Any
 
 from xcompat.errors import InputError
 from xcompat.model import cell_id_problem
-from xcompat.results.status import STAGE_STATUSES, severity, test_stage_status
+from xcompat.results.status import STAGE_STATUSES, severity
 
 RESULT_VERSION = 1
-# Kinds written per cell by the stages (ordered: `xcompat gate --help` lists them so); everything
-# else with an envelope is shown generically.
-STAGE_KINDS = ("build", "kernels", "test", "probe", "abi", "coverage")
+# The kinds the stages write, and what each is, are one table: xcompat.results.stages.STAGES.
 # Documents with a version and kind that are not stage results: a run's own outputs.
 NOT_RESULTS = frozenset({"report", "settings", "plan", "run", "verify", "gate"})
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,63}")
@@ -101,40 +99,18 @@ def parse_envelope(document: Any, source: str) -> StageResult:
         raise InputError(f"$.summary: expected a string, got {_shown(summary)}", file=source, hint=RESULT_HINT)
     summary = " ".join(summary.split())
     result = StageResult(kind=kind, cell_id=cell_id, status=status, summary=summary, source=source, data=document)
-    from xcompat.results.kinds import check_fields
+    from xcompat.results.stages import check_fields, status_of_items
 
     try:
         check_fields(result)
     except InputError as err:
         raise InputError(err.message, file=source, hint=err.hint or RESULT_HINT) from None
-    found = _status_of_items(kind, document)
-    if found is not None and severity(found) > severity(status):
+    decided = status_of_items(kind, document)
+    if decided is not None and severity(decided[0]) > severity(status):
         # The items decide: a result whose status says more than its own tests or kernels do
         # (a stage's bug, or a bundle edited by hand) is never greener than they are.
-        summary = f"its status says {status}, but its {_ITEMS[kind]} say {found}" + (f"; {summary}" if summary else "")
+        found, items = decided
+        summary = f"its status says {status}, but its {items} say {found}" + (f"; {summary}" if summary else "")
         result = replace(result, status=found, summary=summary)
     return result
 
-
-_ITEMS = {"test": "tests", "kernels": "kernels", "abi": "gating findings"}
-
-
-def _status_of_items(kind: str, document: dict[str, Any]) -> str | None:
-    """The status a ``test`` or ``kernels`` result's own items give (as ``xcompat test`` and
-    ``xcompat kernels`` derive it), or an ``abi`` result's count of gating findings; None when
-    there is nothing to derive it from. Runs after ``check_fields``; an item that is still not
-    a string where one is expected (a caller that skipped the check) is ignored, never hashed."""
-    if kind == "abi":
-        gating = document.get("gating")
-        return "failed" if isinstance(gating, int) and not isinstance(gating, bool) and gating > 0 else None
-    items = document.get(_ITEMS.get(kind, ""))
-    if not isinstance(items, list):
-        return None
-    key = "outcome" if kind == "test" else "status"
-    seen = {item.get(key) for item in items if isinstance(item, dict) and isinstance(item.get(key), str)}
-    if kind == "test":
-        found = test_stage_status(o for o in seen if isinstance(o, str))
-        return None if found == "passed" else found
-    if "crashed" in seen:
-        return "crashed"
-    return "failed" if "failed" in seen else None

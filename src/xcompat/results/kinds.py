@@ -3,7 +3,8 @@
 One reader per kind (``schemas/test-result``, ``kernels``, ``abi-diff``, ``build``,
 ``coverage``). A field that is present with the wrong type is an ``InputError`` with its
 JSON path; an absent optional field takes its empty value. Nothing here guesses among
-alternative field names.
+alternative field names. Which readers check a kind when its result is loaded is the kind's
+entry in ``xcompat.results.stages.STAGES``.
 """
 
 from __future__ import annotations
@@ -425,41 +426,10 @@ def abi_versions(result: StageResult) -> AbiVersions:
     return AbiVersions(actual_bump=actual, old_version=versions["old"], new_version=versions["new"])
 
 
-# -- every field at once, where results are loaded -------------------------------------------------
-
-
-def _abi_fields(result: StageResult) -> None:
-    # ``gating`` is not read here: the envelope counts it only when it is an integer.
-    abi_required_bump(result)
-    abi_findings(result)
-    abi_versions(result)
+# -- coverage artifacts -------------------------------------------------------------------------
 
 
 def is_cell_coverage_artifact(result: StageResult) -> bool:
     """A cell's own coverage artifact (``coverage collect``, schema coverage-cell: files keyed by
     path), read for its figures only by ``coverage merge``; the report reads a merged result's."""
     return result.kind == "coverage" and result.cell_id is not None and isinstance(result.data.get("files"), dict)
-
-
-def _coverage_fields(result: StageResult) -> None:
-    if not is_cell_coverage_artifact(result):
-        coverage_data(result)
-
-
-_CHECKS = {
-    "test": (test_cases, tests_not_run),
-    "kernels": (kernel_results,),
-    "abi": (_abi_fields,),
-    "build": (build_cells, build_wheels, build_errors),
-    "coverage": (_coverage_fields,),
-    "probe": (probe_frameworks,),
-}
-
-
-def check_fields(result: StageResult) -> None:
-    """Read every field the readers above give of ``result``'s kind: a field of the wrong type
-    is an ``InputError`` naming its JSON path here, where the result is loaded, rather than in
-    whichever consumer (report, gate, run) would have read it first. Kinds without a reader are
-    shown by their envelope alone."""
-    for read in _CHECKS.get(result.kind, ()):
-        read(result)

@@ -5,26 +5,26 @@ is allowed: the matrix marks it ``required`` (a cell that does not say is), or i
 in ``gate.required-backends``.
 
 ``required_stages(cell, settings, project)``: which stage kinds such a cell must pass, each
-with the reason. ``build`` always; ``test`` unless ``tests.pytest`` is empty; ``kernels``
-only when the matrix asks for kernels (``tests.kernels`` is not ``none``) and the project
-uses torch (its ``Requires-Dist`` or build requirements name it). ``probe`` and ``abi`` are
-judged by their own result (a failed one is red, a skipped one is not).
-
-``coverage_requirement(settings)``: coverage is informational (a skipped coverage stage is not
-red: the tools are not installed, or it could not measure) unless the signed matrix sets a
-coverage threshold; then a coverage result that is not ``passed`` is red.
+with the reason: the kinds a cell is asked for (``StageKind.demanded``), each judged by its
+``requirement`` in the one table of stage kinds (``xcompat.results.stages``), which also holds
+``kernels_requirement`` and ``coverage_requirement``. Kinds without a requirement (``probe``,
+``abi``) are judged by their own result: a failed one is red, a skipped one is not.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from xcompat.results.stages import (
+    STAGES,
+    StageRequirement,
+    coverage_requirement,
+    kernels_requirement,
+    requirements,
+)
 from xcompat.settings import ProjectFacts, Settings
 
-CELL_STAGES = ("build", "test", "kernels")
-# Stages whose "skipped" says nothing against the cell (coverage: see coverage_requirement).
-INFORMATIONAL = frozenset({"probe", "abi"})
+__all__ = ["StageRequirement", "coverage_requirement", "is_required", "kernels_requirement", "required_stages"]
 
 
 def _get(cell: Any, name: str) -> Any:
@@ -43,46 +43,8 @@ def is_required(cell: Any, settings: Settings | None) -> bool:
     return settings is not None and backend is not None and backend in settings.gate.required_backends
 
 
-@dataclass(frozen=True, kw_only=True)
-class StageRequirement:
-    kind: str
-    required: bool
-    reason: str
-
-
-def kernels_requirement(settings: Settings | None, project: ProjectFacts | None) -> StageRequirement:
-    if settings is not None and not settings.kernels_requested:
-        return StageRequirement(kind="kernels", required=False, reason="the matrix sets tests.kernels: none")
-    if project is not None and project.uses_torch is False:
-        return StageRequirement(kind="kernels", required=False,
-                                reason=f"{project.name or 'the project'} does not use torch "
-                                f"({project.torch_evidence})")
-    if project is None or project.uses_torch is None:
-        # Not known here (a CI report without the project): a skipped kernels stage stays red.
-        return StageRequirement(kind="kernels", required=True, reason="the matrix asks for kernels")
-    return StageRequirement(kind="kernels", required=True,
-                            reason=f"the matrix asks for kernels and the project uses torch ({project.torch_evidence})")
-
-
 def required_stages(cell: Any, settings: Settings | None, project: ProjectFacts | None = None
                     ) -> dict[str, StageRequirement]:
     """The stage kinds a required cell must pass (``required=False`` entries say why not)."""
-    out = {"build": StageRequirement(kind="build", required=True, reason="every cell builds its wheel")}
-    if settings is not None and not settings.tests.pytest_paths:
-        out["test"] = StageRequirement(kind="test", required=False, reason="tests.pytest is empty")
-    else:
-        out["test"] = StageRequirement(kind="test", required=True, reason="the project's tests must pass")
-    out["kernels"] = kernels_requirement(settings, project)
-    return out
-
-
-def coverage_requirement(settings: Settings | None) -> StageRequirement:
-    """Coverage is required only when the signed matrix sets ``coverage.overall`` or ``coverage.diff``."""
-    c = settings.coverage if settings is not None else None
-    thresholds = [f"{name} {value:g}%" for name, value in (("overall", getattr(c, "overall", None)),
-                                                            ("diff", getattr(c, "diff", None))) if value is not None]
-    if not thresholds:
-        return StageRequirement(kind="coverage", required=False,
-                                reason="coverage is informational: the matrix sets no coverage threshold")
-    return StageRequirement(kind="coverage", required=True,
-                            reason=f"the matrix sets coverage thresholds ({', '.join(thresholds)})")
+    found = requirements(settings, project)
+    return {name: found[name] for name, kind in STAGES.items() if kind.demanded is not None and name in found}
