@@ -80,9 +80,12 @@ test-runners-gitlab: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
 
 # xcompat adopted on released PyPI projects with C extensions (markupsafe: tests/, simplejson:
-# tests in the package): sdists of each release and the one before it from PyPI, a signed
+# tests in the package, torchsort: a torch C++ extension built for a CPU cell with a CUDA
+# toolkit's nvcc on PATH): sdists of each release and the one before it from PyPI, a signed
 # matrix, `xcompat run` checked against plain pytest and nm -D (tests/real, docs/adopt.md).
-# Needs network, a C compiler, ssh-keygen and nm; downloads and builds are cached under
+# Needs network, a C compiler, ssh-keygen and nm (and a CUDA toolkit's nvcc for torchsort,
+# which is skipped with the reason without one; torch, ninja and the coverage tools come with
+# the test extra); downloads and builds are cached under
 # $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}/real-projects.
 .PHONY: test-real
 test-real: $(STAMP)

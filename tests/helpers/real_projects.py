@@ -1,4 +1,5 @@
-"""Real PyPI projects with C extensions, their sdists fetched with ``pip download`` and cached.
+"""Real PyPI projects with C extensions, their sdists fetched with ``pip download`` (a torch
+extension's as the index lists it, running nothing) and cached.
 
     from tests.helpers.real_projects import PROJECTS, source_tree, built_wheel, installed
     project = PROJECTS["markupsafe"]
@@ -14,11 +15,16 @@ nothing. Used by the real-project test tier (tests/real) and benchmarks/isolatio
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +40,11 @@ class RealProject:
     tests: str  # where its tests live in the sdist
     in_package: bool  # tests ship inside the package (run with --pyargs against the wheel)
     extension: str  # the extension module's import name
+    native_source: str = "_speedups.c"  # the extension's source, next to the package's __init__.py
+    min_tests: int = 50  # its suite collects at least this many tests
+    # setup.py imports torch and adds a CUDA extension when it finds a CUDA toolkit: built
+    # without isolation against the installed torch, and fetched without running setup.py
+    torch: bool = False
 
 
 PROJECTS = {
@@ -46,6 +57,11 @@ PROJECTS = {
     # tests/ with many small tests; C and C++ (double-conversion)
     "ujson": RealProject(name="ujson", import_name="ujson", version="6.1.0", previous="6.0.0",
                          tests="tests", in_package=False, extension="ujson"),
+    # a PyTorch C++ extension (CPU, plus CUDA when nvcc runs); 0.1.9 is setup.py-only, 0.1.10
+    # adds a pyproject.toml whose build requires torch; tests/ run torch's gradcheck on it
+    "torchsort": RealProject(name="torchsort", import_name="torchsort", version="0.1.10", previous="0.1.9",
+                             tests="tests", in_package=False, extension="torchsort.isotonic_cpu",
+                             native_source="isotonic_cpu.cpp", min_tests=30, torch=True),
 }
 
 
@@ -76,14 +92,53 @@ def sdist(project: RealProject, version: str) -> Path:
     prefix = f"{project.name}-{version}.tar.gz".lower()
     with _locked("sdists"):
         found = [p for p in folder.iterdir() if p.name.lower() == prefix]
-        if not found:
+        if not found and project.torch:
+            _from_index(project.name, prefix, folder)
+        elif not found:
             _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                   "--disable-pip-version-check", "-d", str(folder), f"{project.name}=={version}"],
                  f"downloading the {project.name} {version} sdist")
-            found = [p for p in folder.iterdir() if p.name.lower() == prefix]
+        found = [p for p in folder.iterdir() if p.name.lower() == prefix]
     if not found:
         raise RuntimeError(f"pip downloaded no {prefix} into {folder}")
     return found[0]
+
+
+def index_url() -> str:
+    """The index ``pip download`` reads: its ``index-url`` setting (environment, then the
+    configuration files), else pip's own default."""
+    listing = _run([sys.executable, "-m", "pip", "config", "list"], "reading pip's configuration").stdout
+    values = dict(line.partition("=")[::2] for line in listing.splitlines())
+    for key in (":env:.index-url", "download.index-url", "global.index-url"):
+        if values.get(key):
+            return values[key].strip("'\"").split()[0]
+    from pip._internal.models.index import PyPI
+
+    return PyPI.simple_url
+
+
+def _from_index(name: str, filename: str, folder: Path) -> None:
+    """``filename`` as the index lists it (its JSON simple API, PEP 691), checked against the
+    index's sha256, saved into ``folder``.
+
+    ``pip download`` prepares an sdist's metadata first, which runs setup.py: for a torch
+    extension that imports torch and, with nvcc on PATH, takes the CUDA branch; and pip refuses
+    a release whose metadata names a direct URL (torchsort 0.1.9's test extra names a git
+    repository). Fetching the file the index lists runs nothing."""
+    page = index_url().rstrip("/") + "/" + re.sub(r"[-_.]+", "-", name).lower() + "/"
+    request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        listing = json.load(response)
+    entry = next((f for f in listing["files"] if f["filename"].lower() == filename), None)
+    if entry is None or "sha256" not in entry.get("hashes", {}):
+        raise RuntimeError(f"{page} lists no {filename} with a sha256")
+    with urllib.request.urlopen(urllib.parse.urljoin(page, entry["url"]), timeout=300) as response:
+        data = response.read()
+    if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
+        raise RuntimeError(f"{entry['filename']} from {page} does not match the index's sha256")
+    partial = folder / f".{entry['filename']}.partial"
+    partial.write_bytes(data)
+    partial.replace(folder / entry["filename"])
 
 
 def source_tree(project: RealProject, version: str, dest: Path) -> Path:

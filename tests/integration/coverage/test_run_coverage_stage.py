@@ -363,3 +363,23 @@ def test_without_the_coverage_tools_a_threshold_makes_it_red_with_the_install_li
     fix = next(line for line in markdown.splitlines() if "**To fix:**" in line)
     assert "`pip install 'xcompat[coverage]'`" in fix, markdown[:2000]
     assert "run the coverage stage" not in markdown
+
+
+def test_native_sources_compiled_by_absolute_path_are_measured(tmp_path: Path) -> None:
+    # torch's BuildExtension (through ninja) and CMake give the compiler absolute source paths:
+    # the instrumented build then records the cached folder it was compiled in, not the run's
+    # copy of it, and those files must still be measured.
+    project = write_project(tmp_path, "flat")
+    (project / "setup.py").write_text(
+        "import os\nfrom setuptools import Extension, setup\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        'setup(ext_modules=[Extension("tinyext._core", [os.path.join(here, "tinyext", "_core.c")])])\n')
+    write_signed_matrix(project, tmp_path, pytest_paths="[tests]")
+    proc, stages = run(project, tmp_path / "out")
+    assert stages["coverage"]["status"] == "passed", stages["coverage"]
+    assert "-c /" in (tmp_path / "out" / "logs" / "coverage-build.log").read_text()  # compiled by absolute path
+    files = measured_files(tmp_path / "out")
+    assert set(files) == {"tinyext/__init__.py", "tinyext/_core.c"}, proc.stderr[-3000:]
+    missed = uncovered_lines(files["tinyext/_core.c"])
+    assert line_of(C_SOURCE, "return PyLong_FromLong(a + b);") not in missed
+    assert line_of(C_SOURCE, "return PyLong_FromLong(7);") in missed
