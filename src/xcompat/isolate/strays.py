@@ -132,10 +132,12 @@ def collect_strays(ended_pid: int) -> list[StrayProcess]:
     return _kill_and_reap(found)
 
 
-def collect_new_children(before: set[int]) -> list[StrayProcess]:
+def collect_new_children(before: set[int], *, only_session: int | None = None) -> list[StrayProcess]:
     """Kill and reap every child of this process that is not in ``before``: what a session
     that has ended left running (its own children and, with this process as subreaper, their
-    orphans)."""
+    orphans). With ``only_session``, only the children in that session: the others may belong
+    to a command that is still running (``xcompat run`` builds the baseline alongside the
+    project)."""
     if not sys.platform.startswith("linux"):
         return []
     strays: list[StrayProcess] = []
@@ -143,7 +145,7 @@ def collect_new_children(before: set[int]) -> list[StrayProcess]:
         found: list[tuple[int, int]] = []
         for pid in sorted(_children() - before):
             ids = _stat(pid)
-            if ids is not None:
+            if ids is not None and only_session in (None, ids[1]):
                 found.append((pid, ids[0]))
         if not found:
             break

@@ -4,7 +4,9 @@ The baseline is ``--baseline`` (checked before the first build, ``xcompat.pipeli
 or, without it, the matrix's ``abi.baseline`` from the project's git history. A project folder,
 an sdist (extracted with its members checked) or a git ref is built as the project is, into a
 hidden work folder, so its build record is never read as a second result of the project's
-own build; its wheels go to ``baseline/``. A wheel, folder of wheels or ABI snapshot is used as
+own build; its wheels go to ``baseline/``. Where this process may use a second CPU, that build
+starts with the build stage and runs alongside the project's (each with its own log and work
+folder), and the baseline stage waits for what is left of it. A wheel, folder of wheels or ABI snapshot is used as
 it is. The baseline gets its own result, kind ``baseline``, ``passed`` with what it is, or
 ``skipped`` with why there is none: that it could not be found or built is the ABI stage's
 verdict to give, not a failure of the project.
@@ -16,12 +18,13 @@ Without a baseline the ABI stage does not run and says why ("not run: ..."): ``s
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xcompat import jsonio
 from xcompat.errors import XcompatError
-from xcompat.pipeline.local import StageResult
+from xcompat.pipeline.local import RunningCommand, StageResult
 
 if TYPE_CHECKING:
     from xcompat.pipeline.runner import Stages
@@ -33,7 +36,34 @@ SOURCE_DIR = ".baseline-src"
 WHEELS_DIR = "baseline"
 
 
+@dataclass(frozen=True)
+class _Building:
+    """A baseline whose build was started and not yet waited for."""
+
+    running: RunningCommand
+    work: Path
+    what: str
+
+
+def start_baseline(stages: Stages) -> None:
+    """Find the baseline and, when it has to be built, start its build without waiting for it.
+
+    The build stage calls this first, so that the baseline builds alongside the project (its
+    own log, logs/baseline.log, and its own work folder); :func:`run_baseline`, the baseline
+    stage, then waits for it. Called again, it does nothing."""
+    if stages.baseline_started is None:
+        stages.baseline_started = _prepare(stages)
+
+
 def run_baseline(stages: Stages) -> StageResult:
+    start_baseline(stages)
+    started = stages.baseline_started
+    if isinstance(started, _Building):
+        return _finish(stages, started)
+    return started
+
+
+def _prepare(stages: Stages) -> StageResult | _Building:
     base = stages.cfg.baseline
     if base is None:
         return _from_git(stages)
@@ -44,7 +74,7 @@ def run_baseline(stages: Stages) -> StageResult:
     except XcompatError as exc:
         return _none(stages, "error", str(exc))
     if kind == "project":
-        return _build(stages, base, f"the project {base}")
+        return _start(stages, base, f"the project {base}")
     if kind == "sdist":
         from xcompat.pipeline.baseline_ref import extract_sdist
 
@@ -52,7 +82,7 @@ def run_baseline(stages: Stages) -> StageResult:
             source = extract_sdist(base, stages.pipe.path(SOURCE_DIR))
         except XcompatError as exc:
             return _none(stages, "error", f"the sdist {base.name} could not be extracted: {exc}")
-        return _build(stages, source, f"the sdist {base.name}")
+        return _start(stages, source, f"the sdist {base.name}")
     stages.baseline_path = base
     return StageResult(name="baseline", status="passed", detail=f"the {_KIND_WORDS[kind]} {base}, used as it is")
 
@@ -60,7 +90,7 @@ def run_baseline(stages: Stages) -> StageResult:
 _KIND_WORDS = {"wheel": "wheel", "wheels": "folder of wheels", "snapshot": "ABI snapshot"}
 
 
-def _from_git(stages: Stages) -> StageResult:
+def _from_git(stages: Stages) -> StageResult | _Building:
     """No --baseline: the matrix's abi.baseline (last release tag or base branch), built from git."""
     from xcompat.pipeline.baseline_ref import export_ref, resolve_baseline_ref
 
@@ -72,13 +102,19 @@ def _from_git(stages: Stages) -> StageResult:
         source = export_ref(stages.cfg.project, ref, stages.pipe.path(SOURCE_DIR))
     except XcompatError as exc:
         return _none(stages, "error", f"abi.baseline {which}: {exc}")
-    return _build(stages, source, f"abi.baseline {which}: {what}")
+    return _start(stages, source, f"abi.baseline {which}: {what}")
 
 
-def _build(stages: Stages, source: Path, what: str) -> StageResult:
-    """Build the baseline's sources as the project is built; its wheels go to ``baseline/``."""
+def _start(stages: Stages, source: Path, what: str) -> _Building:
+    """Start building the baseline's sources as the project is built, into a hidden work folder."""
     work = stages.pipe.path(BUILD_DIR)
-    result = stages.run_build("baseline", source, work)
+    return _Building(running=stages.start_build("baseline", source, work), work=work, what=what)
+
+
+def _finish(stages: Stages, building: _Building) -> StageResult:
+    """Wait for the baseline's build; its wheels go to ``baseline/``."""
+    work, what = building.work, building.what
+    result = stages.finish_build(building.running, work)
     wheels = sorted(work.glob("*.whl"))
     if result.status != "passed" or not wheels:
         why = result.detail or "its build produced no wheel"

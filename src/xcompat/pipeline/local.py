@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from xcompat import interrupts
 from xcompat.errors import InputError
@@ -75,12 +75,29 @@ class StageResult:
         }
 
 
+@dataclass(eq=False, kw_only=True)
+class RunningCommand:
+    """A stage command started by :meth:`LocalPipeline.start_command` and not yet waited for."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+    log_path: Path
+    start: float
+    before: set[int]  # this process's children just before it started
+    outputs: tuple[Path, ...] = ()
+
+
 def _tail(path: Path, lines: int = 8) -> list[str]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
     return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+
+
+# ``python -m`` and ``-c`` put the working folder first on sys.path; ``-P`` drops it only from 3.11.
+SAFE_PATH_MAIN = "import runpy, sys; del sys.path[0]; runpy.run_module('xcompat', run_name='__main__', alter_sys=True)"
 
 
 class LocalPipeline:
@@ -92,7 +109,7 @@ class LocalPipeline:
         self.final = out
         self.stage_dir = out.parent / f".{out.name}.partial-{os.getpid()}"
         self.results: list[StageResult] = []
-        self._child: subprocess.Popen[bytes] | None = None
+        self._running: list[RunningCommand] = []  # started and not yet waited for
         self._subreaper = False
         self._before: set[int] = set()  # this process's children before the run
 
@@ -100,8 +117,19 @@ class LocalPipeline:
     def path(self, *parts: str) -> Path:
         return self.stage_dir.joinpath(*parts)
 
-    def xcompat(self, *args: str | os.PathLike[str]) -> list[str]:
+    def xcompat(self, *args: str | os.PathLike[str], safe_path: bool = False) -> list[str]:
+        """``python -m xcompat ARGS``; ``safe_path``: without the working folder on ``sys.path``
+        (as the ``xcompat`` console script runs), for a command run in the project's folder whose
+        source tree must not shadow the installed wheel."""
+        if safe_path:
+            return [sys.executable, "-c", SAFE_PATH_MAIN, *(str(a) for a in args)]
         return [sys.executable, "-m", "xcompat", *(str(a) for a in args)]
+
+    def _relative(self, arg: str) -> str:
+        prefix = str(self.stage_dir) + os.sep
+        if arg.startswith(prefix) and os.path.exists(arg):
+            return arg[len(prefix):]
+        return arg
 
     def run_command(
         self,
@@ -114,6 +142,28 @@ class LocalPipeline:
         timeout: float | None = None,
     ) -> StageResult:
         """Run one stage command; its stdout/stderr go to logs/<name>.log."""
+        return self.finish_command(self.start_command(name, argv, outputs=outputs, env=env, cwd=cwd),
+                                   timeout=timeout)
+
+    def start_command(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        outputs: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> RunningCommand:
+        """Start one stage command, its stdout/stderr to logs/<name>.log, and return at once;
+        :meth:`finish_command` waits for it. Until then an interrupt of the run ends it too.
+
+        Without ``cwd`` the command runs in the staging folder, and an argument naming a file or
+        folder already there (an input: a wheel, a baseline) is passed relative to it, so the
+        paths a stage records stay true after the folder is moved into place as the output
+        folder. Anything else (outputs, mappings such as ``--map A=B``) is passed as given."""
+        if cwd is None:
+            cwd = self.stage_dir
+            argv = [self._relative(a) for a in argv]
         log_path = self.path("logs", f"{name}.log")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         child_env = dict(self.env)
@@ -121,26 +171,42 @@ class LocalPipeline:
         child_env.setdefault("PYTHONUNBUFFERED", "1")
         start = time.monotonic()
         before = children()
-        with open(log_path, "wb") as fh:
+        fh = open(log_path, "wb")  # noqa: SIM115 - closed by finish_command or abandon
+        try:
             fh.write(("$ " + " ".join(argv) + "\n").encode())
             fh.flush()
-            self._child = subprocess.Popen(
+            process = subprocess.Popen(
                 list(argv), stdout=fh, stderr=subprocess.STDOUT, env=child_env, cwd=cwd, start_new_session=True
             )
+        except BaseException:
+            fh.close()
+            raise
+        command = RunningCommand(name=name, process=process, log=fh, log_path=log_path, start=start, before=before,
+                                 outputs=tuple(outputs))
+        self._running.append(command)
+        return command
+
+    def finish_command(self, command: RunningCommand, *, timeout: float | None = None) -> StageResult:
+        """Wait for a command from :meth:`start_command` and end what it left running."""
+        name, log_path = command.name, command.log_path
+        try:
             try:
-                code = self._child.wait(timeout=timeout)
+                code = command.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self._kill_child()
+                self._stop([command])
                 code = None
             finally:
-                self._kill_child()  # still running only when interrupted: SIGTERM, then SIGKILL
-                left = self._end_leftovers(self._child.pid, before)
-                self._child = None
-            fh.writelines(f"xcompat: the stage {stray.message('its command ended')}\n".encode() for stray in left)
+                self._stop([command])  # still running only when interrupted: SIGINT, then SIGKILL
+                self._running.remove(command)
+                left = self._end_leftovers(command)
+            command.log.writelines(
+                f"xcompat: the stage {stray.message('its command ended')}\n".encode() for stray in left)
+        finally:
+            command.log.close()
         for stray in left:
             self.log.warning(f"stage {name}: {stray.message('its command ended')}")
-        elapsed = time.monotonic() - start
-        produced = [str(p.relative_to(self.stage_dir)) for p in outputs if p.exists()]
+        elapsed = time.monotonic() - command.start
+        produced = [str(p.relative_to(self.stage_dir)) for p in command.outputs if p.exists()]
         rel_log = str(log_path.relative_to(self.stage_dir))
         if code is None:
             return StageResult(
@@ -158,34 +224,48 @@ class LocalPipeline:
             name=name, status=status, detail=detail, elapsed=elapsed, exit_code=code, log=rel_log, outputs=produced
         )
 
-    def _end_leftovers(self, pid: int, before: set[int]) -> list[StrayProcess]:
+    def _end_leftovers(self, command: RunningCommand) -> list[StrayProcess]:
         """End what a stage command left running when it ended: the rest of its process group,
         and (Linux, as subreaper) whatever escaped into a session of its own. A build script's
-        daemon must not live on into the next stages, where it could rewrite their results."""
+        daemon must not live on into the next stages, where it could rewrite their results.
+
+        While another command runs (the baseline's build alongside the project's), only the
+        leftovers in this command's own session are ended here: one that escaped into a session
+        of its own could be the other command's, and is ended when the last of them ends."""
         if hasattr(os, "killpg"):
             try:
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(command.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        return collect_new_children(before) if self._subreaper else []
+        if not self._subreaper:
+            return []
+        # start_command makes each command the leader of a session of its own
+        return collect_new_children(command.before, only_session=command.process.pid if self._running else None)
 
-    def _kill_child(self) -> None:
-        child = self._child
-        if child is None or child.poll() is not None:
-            return
-        try:
-            # What a terminal's Ctrl-C does to its group (the stage's session is out of its
-            # reach), whatever signal stopped the run: the path xcompat and the tools in the
-            # group (pip, pytest) were written to clean up on. SIGTERM would end a tool there
-            # at once: an in-process pytest session without its teardowns.
-            os.killpg(child.pid, signal.SIGINT)
-            child.wait(timeout=5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+    def _stop(self, commands: Sequence[RunningCommand]) -> None:
+        """End each of ``commands`` that still runs, all at once, within one grace period."""
+        live = [c.process for c in commands if c.process.poll() is None]
+        asked = []
+        for child in live:
             try:
-                os.killpg(child.pid, signal.SIGKILL)
+                # What a terminal's Ctrl-C does to its group (the stage's session is out of its
+                # reach), whatever signal stopped the run: the path xcompat and the tools in the
+                # group (pip, pytest) were written to clean up on. SIGTERM would end a tool there
+                # at once: an in-process pytest session without its teardowns.
+                os.killpg(child.pid, signal.SIGINT)
+                asked.append(child)
             except ProcessLookupError:
-                pass
-            child.wait()
+                child.wait()
+        deadline = time.monotonic() + 5
+        for child in asked:
+            try:
+                child.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                child.wait()
 
     # -- the run ------------------------------------------------------------------
     def execute(
@@ -218,6 +298,7 @@ class LocalPipeline:
             self.abandon()
             raise
         finally:
+            self._end_running()  # a command started and never waited for must not outlive the run
             if self._subreaper:
                 become_subreaper(False)
                 self._subreaper = False
@@ -226,12 +307,20 @@ class LocalPipeline:
     def abandon(self) -> None:
         """End the running stage and whatever the run left running, and remove the staging
         folder: the output folder stays as it was."""
-        self._kill_child()
+        self._end_running()
         if self._subreaper:
             # A process the interrupted cleanup could not reach through the stage's group:
             # one in a session of its own, or the child of a command a stage ran in this process.
             collect_new_children(self._before)
         shutil.rmtree(self.stage_dir, ignore_errors=True)
+
+    def _end_running(self) -> None:
+        """Stop every command still running (the baseline's build, when the build stage was
+        interrupted) and close its log."""
+        running, self._running = self._running, []
+        self._stop(running)
+        for command in running:
+            command.log.close()
 
     def publish(self) -> Path:
         """Move the completed staging folder into place (the previous run is replaced whole)."""

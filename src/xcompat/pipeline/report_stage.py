@@ -30,6 +30,10 @@ def write_reports(stages: Stages) -> StageResult:
     pipe = stages.pipe
     jsonio.write_json(pipe.path("settings.json"), settings_document(stages), schema="settings")
     loaded, report = report_from_folder(pipe.stage_dir, display_root=pipe.stage_dir)
+    if stages.rerun is not None:
+        from dataclasses import replace
+
+        report = replace(report, rerun=stages.rerun)
     stages.report_object = report  # type: ignore[attr-defined]
     jsonio.atomic_write_text(pipe.path("report.md"), render(report, "markdown"))
     jsonio.atomic_write_text(pipe.path("report.json"), render(report, "json"))

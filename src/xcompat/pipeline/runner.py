@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from xcompat import interrupts, jsonio
-from xcompat.errors import InputError, UsageError, VerificationError
+from xcompat.cpus import usable_cpus
+from xcompat.errors import InputError, UsageError, VerificationError, XcompatError
 from xcompat.log import get_logger
 from xcompat.model import runner_arch, runner_platform
 from xcompat.pipeline.local import (
     LocalPipeline,
     RunConfig,
+    RunningCommand,
     StageResult,
     load_json,
     python_tag,
@@ -54,6 +57,9 @@ def resolve_config(args: argparse.Namespace, env: Mapping[str, str] | None = Non
     log = get_logger()
     head, release = _bundled_sample()
     demo = args.project is None
+    if demo:
+        here = " (this folder is a project: `xcompat run .` runs it)" if _is_project(Path.cwd()) else ""
+        log.info(f"no PROJECT given: running the bundled sample project{here}")
     project = (head if demo else args.project).resolve()
     if not _is_project(project):
         raise UsageError(f"{project} is not a Python project (no pyproject.toml or setup.py)",
@@ -129,9 +135,11 @@ class Stages:
         self.cells: list[dict[str, Any]] = []
         self.wheels: list[Path] = []
         self.site: Path | None = None
+        self.rerun: str | None = None  # the report's command that reruns one test ("{test}")
         self.halted: str | None = None  # why the remaining stages do not run
         self.baseline_path: Path | None = None  # what the ABI is diffed against (xcompat.pipeline.baseline_stage)
         self.baseline_missing: str | None = None  # why there is none
+        self.baseline_started: Any = None  # the baseline, prepared or building (xcompat.pipeline.baseline_stage)
 
     def guarded(self, name: str, stage: Callable[[], StageResult]) -> Callable[[], StageResult]:
         """The stage, or "skipped" when an earlier stage halted the run (the report always runs)."""
@@ -192,6 +200,7 @@ class Stages:
         cells = doc["cells"]
         local, notes = _pick_framework_versions(cells, _installed_frameworks())
         doc["cells"] = local
+        doc["not_run_here"] = self._not_run_here({c["id"] for c in local}, system, arch, backends)
         jsonio.write_json(p.path("plan.json"), doc)
         full.unlink()
         self.cells = local
@@ -209,6 +218,35 @@ class Stages:
             result.detail += " (" + "; ".join(notes) + ")"
         return result
 
+    def _not_run_here(self, here: set[str], system: str, arch: str, backends: list[str]) -> list[dict[str, Any]]:
+        """The matrix's other cells, each with the reason this machine cannot run it: the report
+        lists them, so "all required cells passed" is never read as the whole matrix."""
+        from xcompat.matrix import load_matrix, read_matrix_bytes
+        from xcompat.matrix.plan import expand
+
+        try:
+            cells = expand(load_matrix(read_matrix_bytes(self.cfg.matrix), source=str(self.cfg.matrix)))
+        except XcompatError as exc:  # the plan command read the same file: say so rather than guess
+            self.pipe.log.warning(f"could not list the matrix's other cells: {exc.message}")
+            return []
+        installed = _installed_frameworks()
+        out = []
+        for c in cells:
+            if c.id in here:
+                continue
+            if c.python != python_tag():
+                why = f"Python {c.python} (this is {python_tag()})"
+            elif c.platform != system or c.arch != arch:
+                why = f"{c.platform}/{c.arch} (this is {system}/{arch})"
+            elif c.backend not in backends:
+                why = f"the {c.backend} backend (this machine has {', '.join(backends)})"
+            else:
+                other = [f"{name} {v} ({installed[name]} is installed)" for name, v in c.frameworks
+                         if name in installed and not _matches(v, installed[name])]
+                why = ", ".join(other) or "the run's cell stands for it"
+            out.append({"id": c.id, "required": c.required, "why": why})
+        return out
+
     # 3. wheels
     def build_argv(self, project: Path, out: Path) -> list[str]:
         """``xcompat build`` for the project and the baseline alike: the same isolation, and the
@@ -221,7 +259,13 @@ class Stages:
         return argv
 
     def run_build(self, name: str, project: Path, out: Path) -> StageResult:
-        result = self.pipe.run_command(name, self.build_argv(project, out), outputs=[out / "build.json"])
+        return self.finish_build(self.start_build(name, project, out), out)
+
+    def start_build(self, name: str, project: Path, out: Path) -> RunningCommand:
+        return self.pipe.start_command(name, self.build_argv(project, out), outputs=[out / "build.json"])
+
+    def finish_build(self, running: RunningCommand, out: Path) -> StageResult:
+        result = self.pipe.finish_command(running)
         if result.status != "passed":
             reason = build_failure(out / "build.json")
             if reason:
@@ -231,7 +275,13 @@ class Stages:
         return result
 
     def build(self) -> StageResult:
+        from xcompat.pipeline.baseline_stage import start_baseline
+
         p = self.pipe
+        if usable_cpus() > 1:
+            # The baseline's build is independent of the project's: on a second core it runs
+            # alongside, and the baseline stage only waits for what is left of it.
+            start_baseline(self)
         out = p.path("wheels")
         result = self.run_build("build", self.cfg.project, out)
         self.wheels = sorted(out.glob("*.whl"))
@@ -279,7 +329,27 @@ class Stages:
             return self.site
         if not self.wheels:
             return None
+        import shutil
+        import zipfile
+
+        from xcompat.errors import XcompatError
+        from xcompat.pipeline.install import unpack_wheels
+
         site = self.pipe.path(".site")
+        # As pip lays them out, without pip's start-up; pip for a wheel with scripts or data
+        # files, and for one that cannot be unpacked (pip's error is then the install's).
+        try:
+            written = unpack_wheels(self.wheels, site)
+        except (XcompatError, zipfile.BadZipFile, OSError):
+            shutil.rmtree(site, ignore_errors=True)
+            written = None
+        if written is not None:
+            log = self.pipe.path("logs", "install.log")
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"xcompat: unpacked {', '.join(w.name for w in self.wheels)} into .site "
+                           f"({len(written)} files), as pip install --target lays them out\n", encoding="utf-8")
+            self.site = site
+            return site
         res = self.pipe.run_command("install", [
             sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", str(site),
             *(str(w) for w in self.wheels)])
@@ -333,12 +403,22 @@ class Stages:
             "--junit", p.path("junit.xml"), "--timeout", str(t.timeout)]
         if self.cell_id:
             argv += ["--cell-id", self.cell_id]
+        # From the project's folder, as its developers run pytest: paths in tracebacks are the
+        # project's own (tests/test_x.py:12), and the report's rerun command works there as
+        # printed. The folder is not on sys.path, so the installed wheel is what the tests
+        # import. In-package tests (--pyargs) are the installed copies: they run from the
+        # install folder, named from there (simplejson/tests/test_x.py), not from the staging
+        # folder whose name is gone once the run is in place.
+        pyargs = "--pyargs" in pytest_args
+        cwd = site if pyargs else self.cfg.project
+        if pyargs:
+            pytest_args = ["--rootdir", str(site), *pytest_args]
         if pytest_args:
             argv += ["--", *pytest_args]
-        # From the staging folder: the project's source tree is not on sys.path, so the
-        # installed wheel is what the tests import (in-package tests run with --pyargs).
-        return p.run_command("test", p.xcompat(*argv), env=self._env_with_site(site), cwd=p.stage_dir,
-                             outputs=[p.path("test.json"), p.path("junit.xml")])
+        self.rerun = rerun_template(self.pipe.final, self.cfg.project, pyargs=pyargs,
+                                    pytest_args=[a for a in t.pytest_args if a != "--pyargs"])
+        return p.run_command("test", p.xcompat(*argv, safe_path=True), env=self._env_with_site(site),
+                             cwd=cwd, outputs=[p.path("test.json"), p.path("junit.xml")])
 
     # 7. ABI diff against the last release, with the matrix's abi policy
     def abi(self) -> StageResult:
@@ -402,6 +482,20 @@ class Stages:
             document = {"version": 1, "kind": kind, "cell_id": cell, "status": status, "summary": summary,
                         "stage": result.name, "log": result.log}
             jsonio.write_json(self.pipe.path("stages", f"{result.name}.json"), document)
+
+
+def rerun_template(out: Path, project: Path, *, pyargs: bool, pytest_args: Sequence[str]) -> str:
+    """The shell command, run in the project's folder, that reruns one test ("{test}") against the
+    wheel the run installed (kept under the output folder), alone in its own process."""
+    site = out / ".site"
+    try:
+        shown = str(site.relative_to(project))
+    except ValueError:
+        shown = str(site)
+    extra = (" -- " + " ".join(shlex.quote(a) for a in pytest_args)) if pytest_args else ""
+    if pyargs:
+        return f"cd {shlex.quote(shown)} && PYTHONPATH=. xcompat test --isolate test {{test}}{extra}"
+    return f"PYTHONPATH={shlex.quote(shown)} xcompat test --isolate test {{test}}{extra}"
 
 
 def ignore_output(folder: Path) -> None:

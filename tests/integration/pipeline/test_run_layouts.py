@@ -75,7 +75,7 @@ def test_in_package_tests_without_torch_green_then_red(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text())
     assert report["conclusion"] == "success"
     (cell,) = report["cells"]
-    assert cell["tests"] == {"passed": 2, "failed": 0, "skipped": 0}
+    assert cell["tests"] == {"passed": 2, "failed": 0, "skipped": 0, "not_run": 0}
     kernels = next(s for s in cell["stages"] if s["kind"] == "kernels")
     assert kernels["status"] == "skipped" and "tests.kernels: none" in kernels["summary"]
     assert any("unsigned" in n for n in report["notes"])

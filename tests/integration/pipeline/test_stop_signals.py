@@ -1,8 +1,9 @@
 """SIGTERM (``timeout``, a cancelled CI job, a runner shutting down) and SIGHUP (a closed
-terminal or SSH connection) stop ``xcompat run`` as Ctrl-C does, in its build stage and in its
-test stage, and ``xcompat test`` and ``xcompat build``, the commands those stages run: exit 143
-or 129, one line naming the stage (or command) and the signal, no traceback, no staging
-folder or half-written result left, and no process of the command alive afterwards, one
+terminal or SSH connection) stop ``xcompat run`` as Ctrl-C does, in its build stage (the
+baseline's build running alongside, too) and in its test stage, and ``xcompat test`` and
+``xcompat build``, the commands those stages run: exit 143 or 129, one line naming the stage
+(or command) and the signal, no traceback, no staging folder or half-written result left,
+and no process of the command alive afterwards, one
 started in a session of its own included.
 
 Each command blocks at a known point: the fixture project's build script, or its test, starts
@@ -15,6 +16,7 @@ which is how a survivor is found in /proc.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +25,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from xcompat.cpus import usable_cpus
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="finds the command's processes in /proc")
 
@@ -112,9 +116,15 @@ def _survivors(token: str) -> list[str]:
     return found
 
 
-def _stopped(args: list[str], *, name: str, block_in: str, tmp_path: Path, cwd: Path) -> tuple[int, str, list[str]]:
-    """``xcompat ARGS`` signalled with ``name`` once it blocks; its exit code, its output, and the
-    processes of it that still live after a short grace."""
+def _sleepers(token: str) -> int:
+    """How many blocked sleepers (``token`` on their command line) are alive."""
+    return sum(1 for line in _survivors(token) if "time.sleep(600)" in line)
+
+
+def _stopped(args: list[str], *, name: str, block_in: str, tmp_path: Path, cwd: Path,
+             blocked: int = 1) -> tuple[int, str, list[str]]:
+    """``xcompat ARGS`` signalled with ``name`` once ``blocked`` of its processes block; its exit
+    code, its output, and the processes of it that still live after a short grace."""
     token = uuid.uuid4().hex
     marker = tmp_path / f"blocked-{token}"
     log = tmp_path / f"output-{token}.txt"
@@ -123,7 +133,7 @@ def _stopped(args: list[str], *, name: str, block_in: str, tmp_path: Path, cwd: 
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 600
-        while not marker.exists():
+        while not marker.exists() or (blocked > 1 and _sleepers(token) < blocked):
             assert proc.poll() is None, f"xcompat ended before it blocked:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"xcompat never blocked:\n{log.read_text()}"
             time.sleep(0.05)
@@ -162,6 +172,27 @@ def test_run_stops_in_a_stage(project: Path, tmp_path: Path, stage: str, name: s
     assert [p.name for p in tmp_path.iterdir() if ".partial-" in p.name] == []
     assert sorted(p.name for p in out.iterdir()) == ["report.md"]
     assert (out / "report.md").read_text() == "previous run"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(usable_cpus() < 2, reason="the baseline builds alongside the project only with a second CPU")
+def test_run_stops_in_the_build_stage_with_the_baseline_building_alongside(project: Path, tmp_path: Path) -> None:
+    # Both builds block at once (each started its sleeper: with the builds one after the other
+    # this never happens), then SIGTERM: the baseline's build ends with the project's.
+    baseline = tmp_path / "previous"
+    shutil.copytree(project, baseline)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("previous run")
+    code, output, survivors = _stopped(
+        ["run", str(project), "--baseline", str(baseline), "--out", str(out), "--no-coverage"],
+        name="SIGTERM", block_in="build", tmp_path=tmp_path, cwd=tmp_path, blocked=2)
+    assert code == 143, output
+    assert f"xcompat run: interrupted by SIGTERM during the build stage; {out} was left as it was" in output
+    assert "Traceback" not in output
+    assert survivors == [], output
+    assert [p.name for p in tmp_path.iterdir() if ".partial-" in p.name] == []
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]
 
 
 @pytest.mark.slow
