@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "examples" / "sample-ext"
 sys.path.insert(0, str(REPO / "src"))
 
-from xcompat.build.defaults import default_excludes
-from xcompat.build.tools import tool_env
+from xcompat.builder.defaults import default_excludes
+from xcompat.builder.tools import tool_env
 
 
 def fresh_copy(root: Path, name: str) -> Path:

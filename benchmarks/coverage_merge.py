@@ -113,7 +113,7 @@ def main() -> int:
     parser.add_argument("--native-files", type=int, default=600)
     args = parser.parse_args()
 
-    from xcompat.coverage.report import MergeOptions, build_report
+    from xcompat.coverage.report import MergeOptions, merge_coverage
     from xcompat.jsonio import atomic_write_text, write_json
 
     with tempfile.TemporaryDirectory(prefix="xcompat-bench-cov-") as tmp:
@@ -157,7 +157,7 @@ def main() -> int:
             subprocess.run(cmd, check=True, cwd=root, capture_output=True)
 
         def xcompat_merge() -> None:
-            report = build_report(MergeOptions(cell_files=tuple(data["xcompat"]), repo=root))
+            report = merge_coverage(MergeOptions(cell_files=tuple(data["xcompat"]), repo=root))
             out = root / "xcompat-out"
             write_json(out / "coverage.json", report.document, schema="coverage")
             atomic_write_text(out / "coverage.xml", report.cobertura)

@@ -52,7 +52,7 @@ sys.path.insert(1, str(REPO / "src"))
 
 from tests.helpers.real_projects import PROJECTS, RealProject, source_tree
 
-from xcompat.build.tools import tool_env
+from xcompat.builder.tools import tool_env
 
 
 def local_env(**extra: str) -> dict[str, str]:

@@ -3,7 +3,7 @@
 ``sample_project``: path of examples/sample-ext (version 1.0.0).
 ``sample_project_v2``: path of examples/sample-ext-v2 (1.1.0, deliberate ABI changes).
 ``sample_wheels``: ``{"v1": Path, "v2": Path}``, repaired wheels built natively through
-``xcompat.build`` and cached across runs (see ``tests/helpers/sample.py``).
+``xcompat.builder`` and cached across runs (see ``tests/helpers/sample.py``).
 ``sample_site``: ``{"v1": Path, "v2": Path}``, those wheels installed into folders for PYTHONPATH.
 """
 

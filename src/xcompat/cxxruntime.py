@@ -12,7 +12,7 @@ Used by the kernels build (xcompat.kernels.build): before a cold build, a probe 
 compiled and linked with the same compiler (:func:`check_compiler`, about a second) so the
 build is refused before it starts, and the built or cached library's ELF file
 (:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) and the build
-audit (xcompat.build.audit) for every library of a wheel that needs torch's libraries
+audit (xcompat.builder.audit) for every library of a wheel that needs torch's libraries
 (:func:`beside_torch`, on their own ELF reader's result). Linux/ELF only: other
 platforms return "no finding".
 """

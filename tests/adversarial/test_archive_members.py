@@ -158,7 +158,7 @@ def test_the_build_audit_writes_no_abi3_module_outside_its_folder(tmp_path: Path
                                                                   monkeypatch) -> None:
     import tempfile
 
-    from xcompat.build.audit import abi3_audit
+    from xcompat.builder.audit import abi3_audit
     from xcompat.errors import InputError
 
     scratch = tmp_path / "a" / "b" / "scratch"

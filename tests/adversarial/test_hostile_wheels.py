@@ -132,7 +132,7 @@ def test_a_folder_changing_during_the_scan_is_a_clean_error(tmp_path: Path, caps
     folder.mkdir()
     (folder / "liba.so").write_bytes(library)
     (folder / "libb.so").write_bytes(library)
-    import xcompat.abi.load as load
+    import xcompat.abi.inputs as load
 
     real = load.read_elf
 

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 
 import pytest
+
 from tests.browser import chromium
 from tests.helpers import report_pages
-
 from xcompat.report import write_html
 
 pytestmark = pytest.mark.skipif(

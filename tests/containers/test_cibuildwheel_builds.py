@@ -27,7 +27,7 @@ import pytest
 from tests.helpers.cibw_log import CibwLog, read_cibw_log
 
 from xcompat import jsonio
-from xcompat.build import defaults as D
+from xcompat.builder import defaults as D
 
 IDENT = f"cp{sys.version_info.major}{sys.version_info.minor}-manylinux_x86_64"
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -142,7 +142,7 @@ def test_kernels_build_without_archs_or_gpu_is_exit_5_with_kernels_json(tmp_path
 
 def test_sample_cuda_part_built_by_xcompat_build_links_loads_and_carries_the_matrix_archs(tmp_path: Path) -> None:
     from xcompat.abi.elf import read_elf
-    from xcompat.build.driver import BuildSettings, build_project
+    from xcompat.builder.driver import BuildSettings, build_project
     from xcompat.model import Cell
 
     archs = _matrix_archs()

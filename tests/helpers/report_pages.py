@@ -122,7 +122,6 @@ def run_crash_suite(folder: Path, cell_id: str = "py3.12-linux-x86_64-cpu") -> P
 
 def crash(folder: Path) -> Any:
     from tests.helpers.report import make_cell, make_plan
-
     from xcompat.report import build_report
 
     cell = make_cell("3.12", "linux", "x86_64", "cpu")

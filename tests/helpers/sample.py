@@ -5,7 +5,7 @@
     record = sample_build_record("v1")        # its build.json (dict)
     target = install_sample("v2")             # folder with the wheel installed (pip --target), for PYTHONPATH
 
-Wheels are built through ``xcompat.build.build_project`` (the native backend: python -m
+Wheels are built through ``xcompat.builder.build_project`` (the native backend: python -m
 build against the installed torch, auditwheel repair, audits) from a copy of the sources,
 into ``${XCOMPAT_TEST_CACHE:-~/.cache/xcompat-tests}/sample-<variant>-<hash>/``. The hash
 covers the sample sources, xcompat's build code, the Python, torch, gcc and nvcc versions,
@@ -125,7 +125,7 @@ def sample_build_dir(variant: str = "v1") -> Path:
     with _locked(root / f"sample-{variant}.lock"):
         if (final / "build.json").is_file():
             return final
-        from xcompat.build import build_project
+        from xcompat.builder import build_project
 
         with tempfile.TemporaryDirectory(prefix=f".sample-{variant}-", dir=root) as tmp:
             src = Path(tmp) / "src"

@@ -70,7 +70,7 @@ def test_every_test_file_outside_the_data_suites_is_collected(collected):
     missing = sorted(f for f in expected - collected if (REPO / f).stat().st_mtime < _COLLECTION_STARTED[0])
     assert not missing, f"test files pytest does not collect (check norecursedirs / testpaths): {missing}"
     # the build/ areas are the ones pytest's default rule used to drop
-    assert any(f.startswith("tests/unit/build/") for f in collected)
+    assert any(f.startswith("tests/unit/builder/") for f in collected)
 
 
 def test_data_suites_are_listed_and_not_collected(collected):

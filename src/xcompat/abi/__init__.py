@@ -36,7 +36,7 @@ def required_bump_for_versions(old_version: str, new_version: str) -> str:
 
 
 def load_manifest(path: str | Path, **kwargs: Any) -> Manifest:
-    from xcompat.abi.load import load_manifest as impl
+    from xcompat.abi.inputs import load_manifest as impl
 
     return impl(path, **kwargs)
 
@@ -86,7 +86,7 @@ def _idle_cpus() -> float:
 
 
 def _load_pair(old: Path, new: Path, kwargs: dict[str, Any], parallel: bool):
-    from xcompat.abi.load import load_manifest as impl
+    from xcompat.abi.inputs import load_manifest as impl
 
     if parallel and _idle_cpus() >= 1 and _wheel_bytes(old) + _wheel_bytes(new) > PARALLEL_THRESHOLD_BYTES:
         # Inflating a wheel is CPU-bound zlib work; two sides, two processes.
@@ -136,13 +136,13 @@ def diff_paths(
         raise ValueError(f"fail_on must be one of major, minor, patch, none; not {fail_on!r}")
     pol = make_policy(policy)
     a, b = _load_pair(Path(old), Path(new), {"python_api": python_api, "torch_ops": torch_ops}, parallel)
-    from xcompat.abi.load import align_keys
+    from xcompat.abi.inputs import align_keys
 
     align_keys(a, b)
     bump = None
     if against_version:
         if not a.version or not b.version:
-            from xcompat.abi.load import InputProblem
+            from xcompat.abi.inputs import InputProblem
 
             side = old if not a.version else new
             raise InputProblem(f"{side}: has no package version; --against-version needs wheels or snapshots of wheels")

@@ -2,7 +2,7 @@
 
 The result model (:class:`Finding`, :class:`AbiDiff`) and the orchestration live here; the
 comparisons themselves are in :mod:`xcompat.abi.library_diff` (native libraries, paired and
-judged by :mod:`xcompat.abi.loader`), :mod:`xcompat.abi.tags_diff` (platform tags) and
+judged by :mod:`xcompat.abi.binding`), :mod:`xcompat.abi.tags_diff` (platform tags) and
 :mod:`xcompat.abi.metadata_diff` (Requires-Python, dependencies)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Pairing (recorded for every pair in the result's ``pairs``):
 3. then the same ``DT_SONAME`` (``soname``), then the same name stem in the same folder
    (``stem``: ``libarrow.so.2400`` and ``libarrow.so.2500``), each only when unambiguous.
 
-Whether a symbol reference still binds is decided by :mod:`xcompat.abi.loader`.
+Whether a symbol reference still binds is decided by :mod:`xcompat.abi.binding`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from xcompat.abi import noise
 from xcompat.abi.binary import SIZED_TYPES, LibraryInterface
-from xcompat.abi.loader import changed_names, compare_bindings, definitions_of, is_versioned
+from xcompat.abi.binding import changed_names, compare_bindings, definitions_of, is_versioned
 from xcompat.abi.noise import unhashed_name
 
 if TYPE_CHECKING:

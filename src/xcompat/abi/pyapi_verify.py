@@ -119,7 +119,7 @@ def runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any
 
 
 def _runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
-    from xcompat.abi.load import _installable_here
+    from xcompat.abi.inputs import _installable_here
     from xcompat.abi.wheel import extract_python_tree, parse_wheel_filename
 
     _name, _version, tags = parse_wheel_filename(wheel.name)

@@ -47,7 +47,7 @@ def execute(args: argparse.Namespace) -> int:
 
 def _execute(args: argparse.Namespace) -> int:
     from xcompat.abi import diff_paths
-    from xcompat.abi.load import InputProblem
+    from xcompat.abi.inputs import InputProblem
     from xcompat.abi.render import render_markdown, render_text
     from xcompat.abi.rules import PolicyError, load_policy_file
     from xcompat.abi.semver import VersionError

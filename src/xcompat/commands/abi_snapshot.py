@@ -18,7 +18,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from xcompat.abi.load import InputProblem, load_manifest
+    from xcompat.abi.inputs import InputProblem, load_manifest
     from xcompat.abi.manifest import write_snapshot
     from xcompat.errors import InputError
     from xcompat.log import get_logger

@@ -65,7 +65,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def runner_cells(args: argparse.Namespace) -> list:
     """The plan's cells this runner builds: same platform and arch, filtered by --device/--cell."""
-    from xcompat.build.cibw import current_platform
+    from xcompat.builder.cibw import current_platform
     from xcompat.errors import UsageError
     from xcompat.matrix import load_matrix
     from xcompat.matrix.plan import cells_for_runner, expand
@@ -131,9 +131,9 @@ def execute(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from xcompat import jsonio
-    from xcompat.build import BuildSettings, NativeOptions, build_project
-    from xcompat.build import defaults as D
-    from xcompat.build.native import check_project
+    from xcompat.builder import BuildSettings, NativeOptions, build_project
+    from xcompat.builder import defaults as D
+    from xcompat.builder.native import check_project
     from xcompat.errors import InputError, UsageError
     from xcompat.log import get_logger
     from xcompat.model import BACKENDS
@@ -156,13 +156,13 @@ def execute(args: argparse.Namespace) -> int:
                          file=args.matrix)
 
     if args.backend == "cibuildwheel":
-        from xcompat.build.cibw import (
+        from xcompat.builder.cibw import (
             build_with_cibuildwheel,
             check_identifiers,
             current_platform,
             derive_runs,
         )
-        from xcompat.build.native import build_requirements, runner_frameworks
+        from xcompat.builder.native import build_requirements, runner_frameworks
 
         if not cells:
             raise InputError("--backend cibuildwheel needs --matrix (the cells decide what to build)")

@@ -69,8 +69,8 @@ def execute(args: argparse.Namespace) -> int:
         JSON_NAME,
         MARKDOWN_NAME,
         MergeOptions,
-        build_report,
         cell_sources,
+        merge_coverage,
     )
     from xcompat.coverage.thresholds import resolve_thresholds
     from xcompat.errors import InputError, UsageError
@@ -100,7 +100,7 @@ def execute(args: argparse.Namespace) -> int:
         strict=args.strict,
     )
     with log.group(f"coverage merge ({len(cells)} artifacts)"):
-        report = build_report(options, changed=changed)
+        report = merge_coverage(options, changed=changed)
     for problem in report.result.errors:
         log.warning(
             f"{problem.message}"

@@ -159,8 +159,8 @@ def _targets(raw: list[str], pyargs: bool = False) -> tuple[str, ...]:
 
 def execute(args: argparse.Namespace) -> int:
     from xcompat.isolate.leaks import LeakPolicy
-    from xcompat.isolate.report import write_json_result, write_junit
     from xcompat.isolate.session import RunOptions, run_tests
+    from xcompat.isolate.writers import write_json_result, write_junit
     from xcompat.log import get_logger
 
     log = get_logger()

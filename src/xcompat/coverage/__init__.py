@@ -2,7 +2,7 @@
 
 * :func:`xcompat.coverage.collect.collect` gathers one cell's data under repository paths
   (:class:`xcompat.coverage.paths.PathMapper` maps build trees, containers and site-packages back);
-* :func:`xcompat.coverage.report.build_report` merges cell artifacts into one JSON document,
+* :func:`xcompat.coverage.report.merge_coverage` merges cell artifacts into one JSON document,
   Cobertura XML and Markdown, with diff coverage (:func:`xcompat.coverage.diff.changed_lines`)
   and threshold checks (:mod:`xcompat.coverage.thresholds`).
 

@@ -39,7 +39,7 @@ class MergedReport:
     result: MergeResult
 
 
-def build_report(options: MergeOptions, *, changed: dict[str, tuple[int, ...]] | None = None) -> MergedReport:
+def merge_coverage(options: MergeOptions, *, changed: dict[str, tuple[int, ...]] | None = None) -> MergedReport:
     """Merge the cell files and render every output (``changed``: lines from the diff, if any)."""
     result = merge_cells(options.cell_files)
     files = [file_record(result.files[p]) for p in sorted(result.files)]

@@ -3,6 +3,6 @@
 Public entry points (imported lazily so ``xcompat --help`` stays fast)::
 
     from xcompat.isolate.session import RunOptions, run_tests
-    from xcompat.isolate.report import write_json_result, write_junit
+    from xcompat.isolate.writers import write_json_result, write_junit
     from xcompat.isolate.sanitizers import parse_valgrind_xml, parse_compute_sanitizer, dedupe
 """

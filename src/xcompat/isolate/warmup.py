@@ -250,12 +250,3 @@ def torch_in_use_after_collection() -> bool:
     """Collection imported torch (the project's own package may import it)."""
     return "torch" in sys.modules
 
-
-def restore_threads_in_child(state: WarmState) -> None:
-    """Give a forked child its normal thread count back (the pool starts fresh there)."""
-    if state.threads and state.threads > 1:
-        import sys
-
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch.set_num_threads(state.threads)

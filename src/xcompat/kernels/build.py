@@ -171,7 +171,7 @@ def resolve_device_archs(
     archs as ``PYTORCH_ROCM_ARCH`` entries (``gfx90a``). ``probe`` returns the archs of this
     machine's devices (default: NVML / KFD, no device context). Raises ``UnavailableError``
     (exit 5) when nothing names an arch, and ``InputError`` for a malformed one."""
-    from xcompat.build.archs import rocm_arch_list, torch_cuda_arch_list
+    from xcompat.builder.archs import rocm_arch_list, torch_cuda_arch_list
 
     matrix = list(gpu_archs) if gpu_archs else _split_archs(env.get("XCOMPAT_GPU_ARCHS", ""))
     if torch_hip:

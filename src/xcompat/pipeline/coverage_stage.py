@@ -19,9 +19,9 @@ installed, the instrumented build failed, no tests ran) is ``skipped`` with the 
 ``failed`` with the same reason when thresholds are set.
 
 The instrumented build is made as the run's build is: in the same private copy of the sources
-(``xcompat.build.sources.copy_sources``: a ``build/``, egg-info or other leftover in the
+(``xcompat.builder.sources.copy_sources``: a ``build/``, egg-info or other leftover in the
 checkout is never used, and the checkout is never written) and with the same toolchain
-environment for the cell's device backend (``xcompat.build.toolchain``: a CPU cell's build sees
+environment for the cell's device backend (``xcompat.builder.toolchain``: a CPU cell's build sees
 no ``nvcc`` and no ``CUDA_HOME``, so a torch extension does not add its CUDA part).
 
 It is cached under ``${XCOMPAT_CACHE:-~/.cache/xcompat}/coverage-builds`` keyed by that copy,
@@ -138,10 +138,10 @@ def build_with_coverage(project: Path, log_path: Path, *, native: bool = True,
     wheel (``xcompat build --device``); None: as ``xcompat build`` decides for no cell, from the
     torch the project builds against. ``native=False`` (nothing to compile): the copy of the
     sources alone."""
-    from xcompat.build.native import NativeOptions, device_backend
-    from xcompat.build.sources import copy_sources
-    from xcompat.build.toolchain import toolchain_for
-    from xcompat.build.tools import tool_env
+    from xcompat.builder.native import NativeOptions, device_backend
+    from xcompat.builder.sources import copy_sources
+    from xcompat.builder.toolchain import toolchain_for
+    from xcompat.builder.tools import tool_env
 
     project = Path(project).resolve()
     cache = cache_dir()

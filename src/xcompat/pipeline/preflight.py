@@ -128,7 +128,7 @@ def check_test_paths(settings: Settings, project: Path, source: Path) -> None:
 def check_build_tools(env: Mapping[str, str]) -> None:
     """What every native build of the run uses: the build frontend, pip (the tests install the
     wheel) and the repair tool of this platform."""
-    from xcompat.build.tools import find_tool, tool_env
+    from xcompat.builder.tools import find_tool, tool_env
 
     hint = "pip install 'xcompat[build]'"
     for module, what in (("build", "the build frontend (python -m build)"), ("pip", "pip")):

@@ -315,7 +315,7 @@ def test_build_audit_and_abi_diff_read_the_same_absolute_runpath(tmp_path: Path)
     """One ELF reader: the build audit sees the leaked absolute RUNPATH ``abi diff`` flags."""
     from tests.helpers.abi import make_wheel
 
-    from xcompat.build.audit import absolute_search_paths, policy_symbols
+    from xcompat.builder.audit import absolute_search_paths, policy_symbols
 
     clean = _build_lib(Lib("int f(void) { return 1; }\n"), tmp_path / "clean", "libtoy.so.1")
     leaky = _build_lib(Lib("#include <stdio.h>\nint f(void) { return puts(\"f\"); }\n",
@@ -340,8 +340,8 @@ def test_build_record_stores_the_leaked_absolute_runpath(tmp_path: Path):
     from tests.helpers.abi import make_wheel
 
     from xcompat import jsonio
-    from xcompat.build.native import BuiltWheel, IsolationChoice
-    from xcompat.build.record import audit_built_wheel, build_document
+    from xcompat.builder.native import BuiltWheel, IsolationChoice
+    from xcompat.builder.record import audit_built_wheel, build_document
 
     leaky = _build_lib(Lib("int f(void) { return 2; }\n", flags=("-O2", "-Wl,-rpath,/opt/ci/leak:$ORIGIN")),
                        tmp_path / "leaky", "libtoy.so.1")

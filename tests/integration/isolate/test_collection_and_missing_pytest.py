@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
+import tomllib
 from tests.helpers.testing import LEAN_PYTEST, REPO, by_name, run_xcompat_test, xcompat_env
 
 

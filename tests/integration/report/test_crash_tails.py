@@ -6,7 +6,13 @@ import json
 
 from tests.helpers.report_pages import run_crash_suite
 
-from xcompat.report.tails import crash_tail, failing_assertion, first_user_frame, project_root, user_frames_first
+from xcompat.report.tails import (
+    crash_tail,
+    failing_assertion,
+    first_user_frame,
+    project_root,
+    user_frames_first,
+)
 
 
 def test_crash_tail_of_a_real_segfault_shows_the_test_frame_first(tmp_path):

@@ -12,8 +12,8 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from tests.unit.abi.test_abi_elf_pyelftools import _pyelftools_interface
+
 from xcompat.abi.elf import ElfError, read_elf, read_elf_bytes
 
 SHT_DYNSYM, SHT_STRTAB, SHT_DYNAMIC = 11, 3, 6

@@ -9,8 +9,8 @@ import pickle
 import pytest
 
 from xcompat.abi.binary import Exports, LibraryInterface
+from xcompat.abi.binding import Definition
 from xcompat.abi.diff import Finding
-from xcompat.abi.loader import Definition
 from xcompat.abi.manifest import Manifest
 
 

@@ -9,7 +9,7 @@ from tests.helpers.coverage import synthetic_artifact, write_artifact
 from xcompat.coverage.cobertura import GITLAB_COBERTURA_LIMITS, render_cobertura
 from xcompat.coverage.merge import diff_coverage, merge_cells
 from xcompat.coverage.model import line_ranges, uncovered_ranges
-from xcompat.coverage.report import MergeOptions, build_report
+from xcompat.coverage.report import MergeOptions, merge_coverage
 from xcompat.coverage.thresholds import Thresholds
 from xcompat.jsonio import validate
 
@@ -56,7 +56,7 @@ def test_ranges():
 
 
 def test_report_document_validates_and_reports_languages(two_cells):
-    report = build_report(
+    report = merge_coverage(
         MergeOptions(
             cell_files=tuple(two_cells),
             repo=two_cells[0].parent,
@@ -85,7 +85,7 @@ def test_report_document_validates_and_reports_languages(two_cells):
 
 
 def test_threshold_failure_gives_reason(two_cells):
-    report = build_report(
+    report = merge_coverage(
         MergeOptions(
             cell_files=tuple(two_cells),
             repo=two_cells[0].parent,
@@ -166,8 +166,8 @@ def test_artifact_shape_errors(tmp_path, mutate, needle):
 def test_strict_fails_on_unreadable_input(two_cells, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    lax = build_report(MergeOptions(cell_files=(*two_cells, bad), repo=tmp_path)).document
-    strict = build_report(MergeOptions(cell_files=(*two_cells, bad), repo=tmp_path, strict=True)).document
+    lax = merge_coverage(MergeOptions(cell_files=(*two_cells, bad), repo=tmp_path)).document
+    strict = merge_coverage(MergeOptions(cell_files=(*two_cells, bad), repo=tmp_path, strict=True)).document
     assert lax["status"] == "passed" and strict["status"] == "failed"
     assert lax["errors"][0]["cell_id"] == "bad"
 
@@ -201,7 +201,7 @@ def test_markdown_cuts_long_file_tables_and_escapes_pipes(tmp_path):
     files = {f"pkg/m{i}.py": ([1, 2], [1, 0]) for i in range(5)}
     files["pkg/we|ird.py"] = ([1], [0])
     path = write_artifact(tmp_path / "a.json", synthetic_artifact("cell|x", files))
-    report = build_report(MergeOptions(cell_files=(path,), repo=tmp_path, max_file_rows=3))
+    report = merge_coverage(MergeOptions(cell_files=(path,), repo=tmp_path, max_file_rows=3))
     md = report.markdown
     assert "… 3 more files in coverage.json" in md
     assert "`cell\\|x`" in md
@@ -213,7 +213,7 @@ def test_a_cells_warnings_stay_in_the_merged_result_named_by_cell(tmp_path):
     a["warnings"] = ["tests/t.py::test_@x: passed in the test stage, failed under coverage"]
     b = synthetic_artifact("py3.13-linux-x86_64-cpu", {"pkg/m.py": ([1, 2], [1, 1])})
     cells = (write_artifact(tmp_path / "a.json", a), write_artifact(tmp_path / "b.json", b))
-    report = build_report(MergeOptions(cell_files=cells, repo=tmp_path, thresholds=Thresholds()))
+    report = merge_coverage(MergeOptions(cell_files=cells, repo=tmp_path, thresholds=Thresholds()))
     assert report.document["warnings"] == [
         "py3.12-linux-x86_64-cpu: tests/t.py::test_@x: passed in the test stage, failed under coverage"]
     assert report.document["status"] == "passed"

@@ -12,9 +12,9 @@ from _pytest.reports import TestReport
 from tests.helpers.testing import xcompat_env
 
 from xcompat.errors import InputError
-from xcompat.isolate.outcomes import Crash, LeakReport, RunResult, TestRecord
-from xcompat.isolate.report import junit_document, result_document, write_json_result, write_junit
 from xcompat.isolate.classify import record_from_reports
+from xcompat.isolate.outcomes import Crash, LeakReport, RunResult, TestRecord
+from xcompat.isolate.writers import junit_document, result_document, write_json_result, write_junit
 from xcompat.jsonio import validate
 
 

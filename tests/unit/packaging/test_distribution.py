@@ -58,7 +58,7 @@ def test_wheel_holds_no_private_key_and_no_local_build_output(wheel: zipfile.Zip
     assert not [n for n in names if n.endswith("/demo_signing_key")]
     assert "xcompat/_data/examples/sample-ext/.xcompat/demo_signing_key.pub" in names  # the demo still verifies
     assert not [n for n in names if re.search(r"/(build|dist)/|\.egg-info/|__pycache__/|\.so$|\.o$", n)
-                and not n.startswith("xcompat/build/")]
+                and not n.startswith("xcompat/builder/")]
 
 
 def test_wheel_ships_data_and_typing_marker(wheel: zipfile.ZipFile) -> None:

@@ -154,8 +154,8 @@ def test_policy_symbols_name_the_glibc_functions(tiny_build) -> None:
 
 
 def test_auditwheel_text_fallback_agrees_with_json(tiny_build) -> None:
-    from xcompat.build.audit import auditwheel_show
-    from xcompat.build.tools import tool_env
+    from xcompat.builder.audit import auditwheel_show
+    from xcompat.builder.tools import tool_env
 
     _, out = tiny_build
     wheel = next(out.glob("*.whl"))
@@ -205,8 +205,8 @@ def test_usage_errors(tmp_path: Path, args: list[str], code: int, message: str) 
 
 
 def test_cibuildwheel_without_container_engine_is_unavailable(tmp_path: Path) -> None:
-    from xcompat.build.cibw import container_engine
-    from xcompat.build.tools import tool_env
+    from xcompat.builder.cibw import container_engine
+    from xcompat.builder.tools import tool_env
 
     if container_engine(tool_env()) is not None:
         pytest.skip("a container engine is running here: the containerised build would run")

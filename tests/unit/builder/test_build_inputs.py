@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from xcompat.build.native import choose_isolation, setup_py_frameworks
-from xcompat.build.sources import copy_sources
-from xcompat.build.tools import failure_cause
+from xcompat.builder.native import choose_isolation, setup_py_frameworks
+from xcompat.builder.sources import copy_sources
+from xcompat.builder.tools import failure_cause
 
 
 def _tree(root: Path) -> set[str]:
@@ -125,7 +125,7 @@ def test_failure_cause_is_the_last_error_line_not_a_wrapper(text: str, cause: st
 def _real_toolkit() -> Path:
     from tests.helpers.checkout import find_nvcc
 
-    from xcompat.build.toolchain import is_toolkit
+    from xcompat.builder.toolchain import is_toolkit
 
     nvcc = find_nvcc()
     root = Path(nvcc).resolve().parent.parent if nvcc else None
@@ -137,7 +137,7 @@ def _real_toolkit() -> Path:
 def test_a_cpu_build_sees_no_nvcc_and_a_cuda_build_one_toolkit(tmp_path: Path) -> None:
     import shutil
 
-    from xcompat.build.toolchain import toolchain_for
+    from xcompat.builder.toolchain import toolchain_for
 
     root = _real_toolkit()
     # A shared folder (as /usr/local/bin or /usr/bin) with the toolkit's nvcc linked in, beside other tools.
@@ -162,7 +162,7 @@ def test_a_cpu_build_sees_no_nvcc_and_a_cuda_build_one_toolkit(tmp_path: Path) -
 
 
 def test_torch_backend_reads_the_installed_torch() -> None:
-    from xcompat.build.toolchain import torch_backend
+    from xcompat.builder.toolchain import torch_backend
 
     torch = pytest.importorskip("torch")
     expected = "rocm" if torch.version.hip else "cuda" if torch.version.cuda else "cpu"

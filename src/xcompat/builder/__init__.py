@@ -2,20 +2,20 @@
 
 Public API::
 
-    from xcompat.build import build_project, NativeOptions
+    from xcompat.builder import build_project, NativeOptions
     document = build_project(Path("examples/sample-ext"), Path("wheelhouse"), backend="native")
     document["wheels"][0]["file"], document["wheels"][0]["platform_policy"]["symbol_tag"]
 
 ``build_project`` writes ``<out>/build.json`` (schema ``build``) and returns it. The
-pieces are importable on their own: ``xcompat.build.native`` (build + repair),
-``xcompat.build.audit`` (auditwheel show, policy symbols, abi3audit),
-``xcompat.build.cibw`` (cibuildwheel configuration derived from the plan),
-``xcompat.build.record`` (the ``build.json`` document).
+pieces are importable on their own: ``xcompat.builder.native`` (build + repair),
+``xcompat.builder.audit`` (auditwheel show, policy symbols, abi3audit),
+``xcompat.builder.cibw`` (cibuildwheel configuration derived from the plan),
+``xcompat.builder.record`` (the ``build.json`` document).
 """
 
 from __future__ import annotations
 
-from xcompat.build.driver import BuildSettings, build_project
-from xcompat.build.native import NativeOptions
+from xcompat.builder.driver import BuildSettings, build_project
+from xcompat.builder.native import NativeOptions
 
 __all__ = ["BuildSettings", "NativeOptions", "build_project"]

@@ -24,7 +24,7 @@ from email.parser import Parser
 from pathlib import Path
 from typing import Any
 
-from xcompat.build.tools import run_tool
+from xcompat.builder.tools import run_tool
 
 # Version-need prefixes of the system libraries a manylinux policy constrains.
 _POLICY_PREFIXES = ("GLIBC_", "GLIBCXX_", "CXXABI_", "GCC_")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xcompat.build import defaults as D
-from xcompat.build.native import (
+from xcompat.builder import defaults as D
+from xcompat.builder.native import (
     ccache_env,
     cell_build_env,
     check_project,
@@ -19,8 +19,8 @@ from xcompat.build.native import (
     repair_platform,
     runner_frameworks,
 )
-from xcompat.build.record import build_document, excluded_libs
-from xcompat.build.tools import run_tool, tool_env
+from xcompat.builder.record import build_document, excluded_libs
+from xcompat.builder.tools import run_tool, tool_env
 from xcompat.errors import InputError, ToolError, UnavailableError
 from xcompat.model import Cell
 
@@ -157,7 +157,7 @@ def test_excluded_libs() -> None:
      ("2.13.0", "2", True), ("2.1.0", "2.13", False), ("weird", "weird", True), ("weird", "2.1", False)],
 )
 def test_version_matches(installed: str, wanted: str, ok: bool) -> None:
-    from xcompat.build.driver import version_matches
+    from xcompat.builder.driver import version_matches
 
     assert version_matches(installed, wanted) is ok
 
@@ -165,7 +165,7 @@ def test_version_matches(installed: str, wanted: str, ok: bool) -> None:
 def test_framework_mismatch_uses_the_installed_torch() -> None:
     from importlib.metadata import version
 
-    from xcompat.build.driver import framework_mismatch
+    from xcompat.builder.driver import framework_mismatch
 
     installed = version("torch")
     major_minor = ".".join(installed.split(".")[:2])

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from xcompat.build import defaults as D
-from xcompat.build.tools import find_tool, run_tool, tool_env
+from xcompat.builder import defaults as D
+from xcompat.builder.tools import find_tool, run_tool, tool_env
 from xcompat.errors import InputError, ToolError, UnavailableError
 from xcompat.log import get_logger
 from xcompat.model import Cell
@@ -227,7 +227,7 @@ def cell_build_env(cell: Cell | None) -> dict[str, str]:
     """Variables a cell sets for the build: GPU arch lists for torch-style build scripts."""
     if cell is None or not cell.gpu_archs:
         return {}
-    from xcompat.build.archs import rocm_arch_list, torch_cuda_arch_list
+    from xcompat.builder.archs import rocm_arch_list, torch_cuda_arch_list
 
     if cell.backend == "cuda":
         return {"TORCH_CUDA_ARCH_LIST": torch_cuda_arch_list(cell.gpu_archs)}
@@ -244,7 +244,7 @@ def device_backend(cell: Cell | None, options: NativeOptions, project: Path) -> 
     if options.device is not None:
         return options.device, f"device backend {options.device} (asked for)"
     if "torch" in build_frameworks(project).names:
-        from xcompat.build.toolchain import torch_backend
+        from xcompat.builder.toolchain import torch_backend
 
         found = torch_backend(options.python)
         if found is not None:
@@ -276,8 +276,8 @@ def build_native(
     Raises ``ToolError`` naming the cell, with the last lines of the build log, when the
     build or repair fails; ``UnavailableError`` when a required tool is missing.
     """
-    from xcompat.build.sources import copy_sources
-    from xcompat.build.toolchain import toolchain_for
+    from xcompat.builder.sources import copy_sources
+    from xcompat.builder.toolchain import toolchain_for
 
     options = options or NativeOptions()
     project = check_project(project).resolve()
@@ -363,7 +363,7 @@ def repair_wheel(
     platform: str = sys.platform,
 ) -> tuple[str, tuple[str, ...]]:
     """Repair one wheel into ``dest``; return the tool used and the exclude patterns."""
-    from xcompat.build.audit import wheel_tags
+    from xcompat.builder.audit import wheel_tags
 
     cell_id = cell.id if cell else None
     if not options.repair or wheel_tags(wheel)["pure"]:
@@ -411,6 +411,3 @@ def tool_versions(python: str = sys.executable) -> dict[str, Any]:
     names = ("build", "auditwheel", "abi3audit", "setuptools", "cibuildwheel", "delocate")
     return {name: installed_version(python, name) for name in names}
 
-
-def native_build_summary(wheels: Sequence[BuiltWheel]) -> str:
-    return ", ".join(w.path.name for w in wheels)

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from xcompat import jsonio
-from xcompat.build import defaults as D
-from xcompat.build.archs import rocm_arch_list, torch_cuda_arch_list
-from xcompat.build.tools import run_tool, tool_env
+from xcompat.builder import defaults as D
+from xcompat.builder.archs import rocm_arch_list, torch_cuda_arch_list
+from xcompat.builder.tools import run_tool, tool_env
 from xcompat.errors import InputError, UnavailableError, XcompatError
 from xcompat.log import get_logger
 from xcompat.model import Cell, runner_platform
@@ -285,14 +285,14 @@ def build_with_cibuildwheel(
     test_command: str | None = D.DEFAULT_TEST_COMMAND,
 ) -> dict[str, Any]:
     """Run cibuildwheel for the cells of this platform, audit the wheels, write build.json."""
-    from xcompat.build.native import (
+    from xcompat.builder.native import (
         BuiltWheel,
         IsolationChoice,
         build_requirements,
         runner_frameworks,
         tool_versions,
     )
-    from xcompat.build.record import BUILD_JSON, audit_built_wheel, build_document
+    from xcompat.builder.record import BUILD_JSON, audit_built_wheel, build_document
 
     start = time.monotonic()
     base = tool_env(env)

@@ -1,4 +1,4 @@
-"""The sample wheels, built natively through xcompat.build: contents, repair, audits, and
+"""The sample wheels, built natively through xcompat.builder: contents, repair, audits, and
 the sample project's own tests run against the installed wheels."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from xcompat.build.cibw import derive_runs, flavour_of, identifier_of_wheel
+from xcompat.builder.cibw import derive_runs, flavour_of, identifier_of_wheel
 from xcompat.errors import InputError
 from xcompat.model import Cell
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from xcompat.build.archs import rocm_arch_list, torch_cuda_arch, torch_cuda_arch_list
+from xcompat.builder.archs import rocm_arch_list, torch_cuda_arch, torch_cuda_arch_list
 from xcompat.errors import InputError
 
 

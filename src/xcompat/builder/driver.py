@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from xcompat import jsonio
-from xcompat.build.native import (
+from xcompat.builder.native import (
     NativeOptions,
     build_frameworks,
     build_native,
@@ -19,8 +19,8 @@ from xcompat.build.native import (
     installed_version,
     tool_versions,
 )
-from xcompat.build.record import BUILD_JSON, audit_built_wheel, build_document
-from xcompat.build.tools import tool_env
+from xcompat.builder.record import BUILD_JSON, audit_built_wheel, build_document
+from xcompat.builder.tools import tool_env
 from xcompat.errors import XcompatError
 from xcompat.log import get_logger
 from xcompat.model import Cell
@@ -115,7 +115,7 @@ def build_project(
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     if settings.backend == "cibuildwheel":
-        from xcompat.build.cibw import build_with_cibuildwheel
+        from xcompat.builder.cibw import build_with_cibuildwheel
 
         return build_with_cibuildwheel(project, out_dir, cells=list(cells or []), env=settings.env)
     env = tool_env(settings.env)

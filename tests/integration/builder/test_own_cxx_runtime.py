@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tests.helpers import abi as h
 
-from xcompat.build.audit import own_cxx_runtime
-from xcompat.build.record import build_document
+from xcompat.builder.audit import own_cxx_runtime
+from xcompat.builder.record import build_document
 from xcompat.jsonio import validate
 
 torch = pytest.importorskip("torch")

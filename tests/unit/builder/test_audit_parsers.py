@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xcompat.build.audit import fatbin_archs, lowest_python, parse_auditwheel_text, wheel_tags
+from xcompat.builder.audit import fatbin_archs, lowest_python, parse_auditwheel_text, wheel_tags
 
 # Text printed by ``auditwheel show`` (6.x) for a wheel whose C++ op links libtorch.
 AUDITWHEEL_TEXT = """

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from xcompat.build.audit import (
+from xcompat.builder.audit import (
     abi3_audit,
     absolute_search_paths,
     auditwheel_show,
@@ -27,7 +27,7 @@ from xcompat.build.audit import (
     wheel_gpu_code,
     wheel_tags,
 )
-from xcompat.build.native import BuiltWheel
+from xcompat.builder.native import BuiltWheel
 
 BUILD_RECORD_VERSION = 1
 BUILD_JSON = "build.json"
