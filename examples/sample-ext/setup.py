@@ -7,6 +7,8 @@ Extensions:
   libsample_ext_cuda.so  CUDA kernel + extern "C" launcher, built by nvcc when a CUDA toolkit is present
 
 Environment:
+  SAMPLE_EXT_TORCH=0       no torch part (_ops and the CUDA library): the C extensions only, for
+                           platforms torch has no wheels for (ppc64le, s390x) and cross builds
   SAMPLE_EXT_CUDA=0|1      0: no CUDA part; 1: require it; unset: build it when nvcc is found
   TORCH_CUDA_ARCH_LIST     e.g. "8.0;9.0+PTX" (default: [tool.sample-ext] cuda-archs)
   CUDA_HOME / CUDA_PATH    CUDA toolkit root (else nvcc on PATH, else the pip toolkit
@@ -24,7 +26,13 @@ import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from setuptools.command.build_ext import build_ext
+
+WITH_TORCH = os.environ.get("SAMPLE_EXT_TORCH", "").strip().lower() not in ("0", "false", "no", "off")
+if WITH_TORCH:
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+else:  # the C extensions alone, built by setuptools
+    BuildExtension = build_ext
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -94,7 +102,7 @@ def _gencode_flags() -> list[str]:
     return flags
 
 
-NVCC = _cuda_wanted()
+NVCC = _cuda_wanted() if WITH_TORCH else None
 ABI_MACRO = ("SAMPLE_EXT_ABI", str(ABI))
 C_ARGS = ["-std=c11", "-O2", "-g0", "-fvisibility=hidden", "-Wall"]
 
@@ -112,7 +120,9 @@ ext_modules = [
         extra_compile_args=C_ARGS,
         py_limited_api=True,
     ),
-    CppExtension(
+]
+if WITH_TORCH:
+    ext_modules.append(CppExtension(
         "sample_ext._ops",
         sources=["csrc/ops.cpp"],
         define_macros=[ABI_MACRO] + ([("SAMPLE_EXT_WITH_CUDA", "1")] if NVCC else []),
@@ -121,8 +131,7 @@ ext_modules = [
         extra_compile_args=["-O2", "-g0", "-ffp-contract=off"],
         # No Python symbols are used: the library does not link libtorch_python.
         py_limited_api=True,
-    ),
-]
+    ))
 
 
 class BuildWithCuda(BuildExtension):
@@ -176,5 +185,5 @@ class BuildWithCuda(BuildExtension):
 
 setup(
     ext_modules=ext_modules,
-    cmdclass={"build_ext": BuildWithCuda.with_options(use_ninja=False)},
+    cmdclass={"build_ext": BuildWithCuda.with_options(use_ninja=False) if WITH_TORCH else build_ext},
 )
