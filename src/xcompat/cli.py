@@ -36,6 +36,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("abi", "snapshot"): ("xcompat.commands.abi_snapshot", "write a gzipped ABI manifest to diff against later"),
     ("abi", "links"): ("xcompat.commands.abi_links", "resolve an extension's symbols against torch versions"),
     ("abi", "stable"): ("xcompat.commands.abi_stable", "audit an extension's use of LibTorch's stable ABI"),
+    ("abi", "isa"): ("xcompat.commands.abi_isa", "list instructions above an ISA floor (x86-64-v2, armv8.0-a), per function"),
     ("probe",): ("xcompat.commands.probe", "describe this machine's device stack and check it"),
     ("kernels", "run"): ("xcompat.commands.kernels_run", "build and run the conformance kernels with a fallback chain"),
     ("test",): ("xcompat.commands.test", "run a project's tests, each isolated, with crash, hang and leak detection"),
