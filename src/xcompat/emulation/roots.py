@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from xcompat.errors import ToolError, UnavailableError
 BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "g++", "libc6-dev", "ca-certificates")
 DEFAULT_SUITE = "bookworm"  # Python 3.11; trixie has 3.13
 READY = ".xcompat-root-ready"
+ATTEMPTS = 3
+RETRY_SECONDS = 20
 LAYOUT = 1  # bump when what a root holds changes, so old caches are not reused
 
 
@@ -79,7 +82,12 @@ def make_tarball(spec: RootSpec, base: Path | None = None) -> Path:
     made.unlink(missing_ok=True)
     argv = [tool, "--quiet", "--variant=minbase", f"--arch={spec.arch.debian}",
             f"--include={','.join(sorted(set(spec.packages)))}", spec.suite, str(made)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    for _attempt in range(ATTEMPTS):  # a mirror caught mid-sync fails apt's update; it passes later
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode == 0 and made.is_file():
+            break
+        made.unlink(missing_ok=True)
+        time.sleep(RETRY_SECONDS)
     if done.returncode != 0 or not made.is_file():
         made.unlink(missing_ok=True)
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
