@@ -43,7 +43,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, cast
 
 from xcompat import limits as _limits
 from xcompat.errors import InputError
@@ -296,7 +296,7 @@ def _inflated(raw: IO[bytes]) -> contextlib.AbstractContextManager[IO[bytes]]:
     head = raw.read(6)
     raw.seek(start)
     if head[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))  # a GzipFile is a binary reader
     if head[:3] == b"BZh":
         return bz2.BZ2File(raw, "rb")
     if head == b"\xfd7zXZ\x00":

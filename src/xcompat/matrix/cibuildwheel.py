@@ -54,8 +54,6 @@ def cibuildwheel_selectors(
     cannot build (e.g. 3.13t on cibuildwheel 4) are listed under ``unsupported`` with the
     reason, for the native build backend to cover.
     """
-    from xcompat.matrix.plan import PLAN_VERSION
-
     major = cibuildwheel_major or installed_cibuildwheel_major() or D.DEFAULT_CIBUILDWHEEL_MAJOR
     rules = D.CIBUILDWHEEL_RULES.get(major) or D.CIBUILDWHEEL_RULES[max(D.CIBUILDWHEEL_RULES)]
     platforms: dict[str, Any] = {}
@@ -111,7 +109,7 @@ def cibuildwheel_selectors(
             env["MACOSX_DEPLOYMENT_TARGET"] = target
         platforms[plat] = {"identifiers": ids, "env": env}
     return {
-        "version": PLAN_VERSION,
+        "version": D.PLAN_VERSION,
         "format": "cibuildwheel",
         "repo": matrix.repo,
         "serial": matrix.serial,

@@ -3,7 +3,7 @@
 ``load_matrix`` (in ``xcompat.matrix``) produces a ``Matrix`` (``xcompat.matrix.build``);
 every stage reads its settings from it, never from the raw YAML. The built-in tables
 (runner labels, backend support) live in ``xcompat.matrix.defaults``; the settings sections
-(``tests``, ``abi``, ``coverage``, ``gate``) in ``xcompat.matrix.sections``, their keys and
+(``tests``, ``abi``, ``coverage``, ``gate``) in ``xcompat.settings.sections``, their keys and
 defaults in the settings table (``xcompat/settings/table.json``).
 """
 
@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from xcompat.matrix import defaults as D
-from xcompat.matrix.sections import (
+from xcompat.settings.sections import (
     AbiPolicy,
     Baseline,
     CoverageThresholds,

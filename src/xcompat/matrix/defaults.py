@@ -80,3 +80,5 @@ CIBUILDWHEEL_RULES: MappingProxyType[int, MappingProxyType[str, object]] = Mappi
     }
 )
 DEFAULT_CIBUILDWHEEL_MAJOR = 4
+# The version of the plan document (``xcompat matrix plan``), its cibuildwheel form included.
+PLAN_VERSION = 1

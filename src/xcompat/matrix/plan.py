@@ -46,7 +46,7 @@ __all__ = [
     "settings_dict",
 ]
 
-PLAN_VERSION = 1
+PLAN_VERSION = D.PLAN_VERSION
 FORMATS = ("json", "github", "gitlab", "cibuildwheel")
 
 

@@ -22,7 +22,8 @@ def _schema() -> dict[str, Any]:
     from xcompat.resources import schema_path
 
     with open(schema_path("matrix"), encoding="utf-8") as fh:
-        return json.load(fh)
+        schema: dict[str, Any] = json.load(fh)
+    return schema
 
 
 @cache

@@ -19,9 +19,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# Names resolve lazily (PEP 562): ``xcompat.results.status`` is a leaf module that
-# xcompat.matrix and xcompat.abi import for the one ``Bump``, without pulling in the
-# readers (which import xcompat.settings, which imports xcompat.matrix).
+# Names resolve lazily (PEP 562): importing a leaf module such as ``xcompat.results.status``
+# does not pull in the readers (which import xcompat.settings and xcompat.matrix).
 _WHERE = {
     "LoadedResults": "collect", "load_plan": "collect", "load_results": "collect",
     "StageResult": "envelope", "parse_envelope": "envelope",

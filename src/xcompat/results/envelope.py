@@ -15,12 +15,16 @@ both end up in file names, job names and logs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from xcompat.errors import InputError
 from xcompat.model import cell_id_problem
+from xcompat.results.stage_result import StageResult
 from xcompat.results.status import STAGE_STATUSES, severity
+
+__all__ = ["KIND_PATTERN", "NOT_RESULTS", "RESULT_HINT", "RESULT_VERSION", "StageResult", "looks_like_result",
+           "parse_envelope"]
 
 RESULT_VERSION = 1
 # The kinds the stages write, and what each is, are one table: xcompat.results.stages.STAGES.
@@ -30,21 +34,6 @@ KIND_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 # What to do about a result that is refused (an explicit file's one-line error says it).
 RESULT_HINT = ("results are written by the xcompat stage commands, all of one xcompat version; "
                "rerun the stage that wrote it, or remove the file")
-
-
-@dataclass(frozen=True, kw_only=True)
-class StageResult:
-    """One stage result: the envelope plus the raw document (read through ``xcompat.results.kinds``)."""
-
-    kind: str
-    cell_id: str | None
-    status: str
-    summary: str
-    source: str
-    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # "FILE: why" when the file was refused (``xcompat.results.collect``): this result stands
-    # in for it, failed, so the refusal is counted where the result would have been.
-    refused: str = ""
 
 
 def looks_like_result(document: Any) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcompat.errors import InputError
-from xcompat.results.envelope import StageResult
+from xcompat.results.stage_result import StageResult
 from xcompat.results.status import BUMP_ORDER, STAGE_STATUSES, Bump
 
 TEST_OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout", "leaked")

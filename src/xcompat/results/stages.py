@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from xcompat.results import kinds as K
-from xcompat.results.envelope import StageResult
+from xcompat.results.stage_result import StageResult
 from xcompat.results.status import test_stage_status
 
 if TYPE_CHECKING:

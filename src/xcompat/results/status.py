@@ -1,8 +1,8 @@
-"""The one status order and the one ``Bump`` every reader of results uses.
+"""The one status order every reader of results uses (and the one ``Bump``, from ``xcompat.bump``).
 
 A stage result's ``status`` is one of ``STAGE_STATUSES``; a cell with no result is
 ``missing``. ``worst`` picks a cell's status from its stages: a crash hides nothing
-behind it. Bumps are ordered from no change to a major one.
+behind it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from xcompat.errors import InputError
+from xcompat.bump import BUMP_ORDER, Bump, bump_rank, worst_bump
+
+__all__ = [
+    "BUMP_ORDER", "CRASH_OUTCOMES", "FAILING_OUTCOMES", "SEVERITY", "STAGE_STATUSES", "Bump", "CellStatus",
+    "Status", "bump_rank", "severity", "test_stage_status", "worst", "worst_bump",
+]
 
 Status = Literal["passed", "failed", "crashed", "skipped", "fallback"]
 CellStatus = Literal["passed", "failed", "crashed", "skipped", "fallback", "missing"]
@@ -51,21 +56,3 @@ def worst(statuses: Iterable[str], empty: CellStatus = "missing") -> CellStatus:
     top = max(found, key=severity)
     return top if top in _RANK else "failed"  # type: ignore[return-value]
 
-
-Bump = Literal["none", "patch", "minor", "major"]
-BUMP_ORDER: tuple[Bump, ...] = ("none", "patch", "minor", "major")
-
-
-def bump_rank(bump: str) -> int:
-    try:
-        return BUMP_ORDER.index(bump)  # type: ignore[arg-type]
-    except ValueError:
-        raise InputError(f"unknown bump {bump!r}; expected one of {', '.join(BUMP_ORDER)}") from None
-
-
-def worst_bump(bumps: Iterable[str]) -> Bump:
-    best: Bump = "none"
-    for bump in bumps:
-        if bump_rank(bump) > bump_rank(best):
-            best = bump  # type: ignore[assignment]
-    return best

@@ -25,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from xcompat.ci import is_ci
 from xcompat.errors import UsageError
 from xcompat.settings.formats import settings_from_document, settings_from_plan
 from xcompat.settings.resolved import Settings
+from xcompat.settings.sections import AbiPolicy, CoverageThresholds, GateSettings, TestSettings
 from xcompat.settings.table import (
     build_sections,
     defaults,
@@ -41,11 +42,24 @@ from xcompat.settings.table import (
     typed_value,
 )
 
-if TYPE_CHECKING:
-    from xcompat.matrix.config import Matrix
+
+class SettingsSource(Protocol):
+    """What the settings are resolved from: the sections of a loaded matrix
+    (``xcompat.matrix.Matrix``), which builds on this package and so is not named here."""
+
+    @property
+    def tests(self) -> TestSettings: ...
+    @property
+    def abi(self) -> AbiPolicy: ...
+    @property
+    def coverage(self) -> CoverageThresholds: ...
+    @property
+    def gate(self) -> GateSettings: ...
+    @property
+    def sha256(self) -> str: ...
 
 
-def _from_matrix(matrix: Matrix) -> Settings:
+def _from_matrix(matrix: SettingsSource) -> Settings:
     return Settings(tests=matrix.tests, abi=matrix.abi, coverage=matrix.coverage, gate=matrix.gate,
                     matrix_sha256=matrix.sha256 or None, origin="matrix")
 
@@ -71,7 +85,7 @@ def apply_overrides(settings: Settings, overrides: Mapping[str, Any], env: Mappi
 
 
 def resolve_settings(
-    matrix: Matrix, overrides: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None,
+    matrix: SettingsSource, overrides: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None,
     signed: bool | None = None,
 ) -> Settings:
     """Defaults, then the matrix, then command-line overrides (refused in CI)."""

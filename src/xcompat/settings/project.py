@@ -9,6 +9,7 @@ imported or executed.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,15 @@ def read_pyproject(project: Path) -> dict[str, Any]:
     text = _read(project / "pyproject.toml")
     if text is None:
         return {}
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML: {exc}", file=project / "pyproject.toml") from None
+    return data
 
 
 def _names(requirements: Any) -> list[str]:

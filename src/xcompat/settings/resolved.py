@@ -1,7 +1,7 @@
 """``Settings``: the resolved settings of a run, one frozen object every stage reads.
 
 Its sections (``tests``, ``abi``, ``coverage``, ``gate``) are typed objects
-(``xcompat.matrix.sections``); ``value(key)`` answers by the matrix's dotted key names as JSON
+(``xcompat.settings.sections``); ``value(key)`` answers by the matrix's dotted key names as JSON
 data, and ``to_dict()`` / ``to_env()`` write every key of the settings table, in its order.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from xcompat.matrix.sections import AbiPolicy, CoverageThresholds, GateSettings, TestSettings
+from xcompat.settings.sections import AbiPolicy, CoverageThresholds, GateSettings, TestSettings
 from xcompat.settings.table import setting_row, setting_rows, typed_value
 
 SETTINGS_VERSION = 1

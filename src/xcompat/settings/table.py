@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from xcompat.errors import UsageError
-from xcompat.matrix.sections import SECTIONS
+from xcompat.settings.sections import SECTIONS
 from xcompat.settings.value_types import ListOf, ValueType, make_type
 
 TABLE_PATH = Path(__file__).with_name("table.json")

@@ -19,7 +19,7 @@ from tests.helpers.matrix import sample_matrix_path
 from xcompat.errors import InputError, UsageError
 from xcompat.matrix import load_matrix
 from xcompat.matrix.plan import expand, plan_document
-from xcompat.matrix.sections import SECTIONS
+from xcompat.settings.sections import SECTIONS
 from xcompat.settings import render, resolve_settings, settings_from_document, settings_from_plan, table
 from xcompat.settings.table import TableError, parse_row, setting_rows
 

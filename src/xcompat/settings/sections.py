@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from xcompat.results.status import Bump
+from xcompat.bump import Bump
 
 Isolation = Literal["none", "file", "test"]
 Baseline = Literal["last-release-tag", "base-branch"]
