@@ -1,10 +1,13 @@
-"""What the settings table generates: ``schemas/settings.schema.json`` and the settings key
-table of docs/matrix.md (between the markers ``BEGIN`` and ``END``).
+"""What the settings table generates: ``schemas/settings.schema.json``, the ``settings`` of
+``schemas/plan.schema.json`` (``$defs.settings``), the ``tests``, ``abi``, ``coverage`` and
+``gate`` sections of ``schemas/matrix.schema.json``, and the settings key table of
+docs/matrix.md (between the markers ``BEGIN`` and ``END``). The rest of the plan and matrix
+schemas is written by hand; only the generated parts of their text are replaced.
 
     python -m xcompat.settings.render            # exit 1 naming each file that is not current
     python -m xcompat.settings.render --write    # rewrite them from the table
 
-Both are committed; a test checks they are what the table generates, so a row added to
+All are committed; a test checks they are what the table generates, so a row added to
 ``table.json`` without running ``--write`` fails the suite instead of shipping a stale schema.
 """
 
@@ -12,52 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from xcompat.settings.resolved import ORIGINS, SETTINGS_VERSION
+from xcompat.settings.schema_forms import matrix_section_schemas, plan_settings_schema, settings_schema
 from xcompat.settings.table import SettingKey, setting_rows
 
 BEGIN = "<!-- settings table: generated from src/xcompat/settings/table.json (python -m xcompat.settings.render --write) -->"
 END = "<!-- end of the generated settings table -->"
-
-
-def settings_schema() -> dict[str, Any]:
-    """The JSON Schema of ``settings.json`` and ``xcompat matrix settings --format json``."""
-    rows = setting_rows()
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://xcompat.dev/schemas/settings.schema.json",
-        "title": "xcompat resolved settings (settings.json, xcompat matrix settings --format json)",
-        "$comment": "Generated from src/xcompat/settings/table.json: python -m xcompat.settings.render --write",
-        "type": "object",
-        "required": ["version", "kind", "origin", "matrix_sha256", "signed", "overridden", "settings"],
-        "properties": {
-            "version": {"const": SETTINGS_VERSION},
-            "kind": {"const": "settings"},
-            "origin": {"enum": list(ORIGINS)},
-            "matrix_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
-            "signed": {"type": ["boolean", "null"]},
-            "overridden": {"type": "array", "items": {"type": "string"}},
-            "settings": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": [row.name for row in rows if not row.optional],
-                "properties": {row.name: {"description": row.doc, **row.type.schema()} for row in rows},
-            },
-            "project": {
-                "type": ["object", "null"],
-                "properties": {
-                    "name": {"type": ["string", "null"]},
-                    "uses_torch": {"type": ["boolean", "null"]},
-                    "torch_evidence": {"type": "string"},
-                },
-            },
-            "cell": {"type": "object"},
-            "stages": {"type": "object"},
-        },
-    }
 
 
 def _dump(value: Any, indent: int = 0) -> str:
@@ -74,6 +42,60 @@ def _dump(value: Any, indent: int = 0) -> str:
 
 def schema_text() -> str:
     return _dump(settings_schema()) + "\n"
+
+
+def _indented(value: Any, indent: int) -> str:
+    """``json.dumps(indent=2)`` as it reads at column ``indent`` (the matrix schema's layout)."""
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + " " * indent)
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def _value_span(text: str, path: Sequence[str]) -> tuple[int, int]:
+    """Where the JSON value at the object keys ``path`` starts and ends in ``text``."""
+    decoder = json.JSONDecoder()
+
+    def skip(at: int) -> int:
+        match = _SPACE.match(text, at)
+        return match.end() if match else at
+
+    at = skip(0)
+    for key in path:
+        if text[at] != "{":
+            raise ValueError(f"no object holds {key!r}")
+        at = skip(at + 1)
+        while True:
+            name, at = decoder.raw_decode(text, at)
+            at = skip(skip(at) + 1)  # past the colon
+            if name == key:
+                break
+            at = skip(decoder.raw_decode(text, at)[1])
+            if text[at] != ",":
+                raise ValueError(f"no key {key!r}")
+            at = skip(at + 1)
+    return at, decoder.raw_decode(text, at)[1]
+
+
+def with_value(text: str, path: Sequence[str], value: Any, dump: Callable[[Any, int], str]) -> str:
+    """``text`` (a JSON document) with the value at ``path`` replaced by ``value``, written by
+    ``dump`` at the column of its key; every other byte is kept."""
+    start, end = _value_span(text, path)
+    column = start - text.rfind("\n", 0, start) - 1
+    key_column = column - len(json.dumps(path[-1], ensure_ascii=False)) - 2
+    return text[:start] + dump(value, key_column) + text[end:]
+
+
+def plan_schema_text(text: str) -> str:
+    """``text`` (schemas/plan.schema.json) with the generated ``$defs.settings``."""
+    return with_value(text, ("$defs", "settings"), plan_settings_schema(), _dump)
+
+
+def matrix_schema_text(text: str) -> str:
+    """``text`` (schemas/matrix.schema.json) with the generated settings sections."""
+    for name, section in matrix_section_schemas().items():
+        text = with_value(text, ("properties", name), section, _indented)
+    return text
 
 
 def _flow(value: Any) -> str:
@@ -113,8 +135,12 @@ def with_docs_table(text: str) -> str:
 def generated_files(root: Path) -> dict[Path, str]:
     """Each generated file under the checkout ``root`` and the text it should have."""
     docs = root / "docs" / "matrix.md"
+    plan = root / "schemas" / "plan.schema.json"
+    matrix = root / "schemas" / "matrix.schema.json"
     return {
         root / "schemas" / "settings.schema.json": schema_text(),
+        plan: plan_schema_text(plan.read_text(encoding="utf-8")),
+        matrix: matrix_schema_text(matrix.read_text(encoding="utf-8")),
         docs: with_docs_table(docs.read_text(encoding="utf-8")),
     }
 

@@ -3,8 +3,9 @@
 
 Everything else is derived from a row: the plan spelling (``settings.tests.pytest_args``), the
 CI variable (``XCOMPAT_TESTS_PYTEST_ARGS``), the field of the section object (where the table
-names no other), the defaults, ``schemas/settings.schema.json`` and the key table of
-docs/matrix.md (``xcompat.settings.render``), and what each reader accepts
+names no other), the defaults, ``schemas/settings.schema.json``, the settings parts of the
+plan and matrix schemas and the key table of docs/matrix.md (``xcompat.settings.render``),
+and what each reader accepts
 (``xcompat.settings.formats``). Adding a key is one row, plus the code that applies it.
 
 The table is read once and checked as it is read: a row the code cannot honour (an unknown

@@ -4,7 +4,8 @@ A setting has two forms: JSON data (the matrix file, the plan, ``settings.json``
 variables) and the typed value the section objects hold (a tuple for a list, a float for
 seconds, a read-only mapping for bumps). A type says, for the JSON form, what it accepts
 (``check``) and in what words (``what``: messages read "expected <what>, got ..."); how it
-becomes the typed value and back; its JSON Schema; its words in docs/matrix.md; and, for
+becomes the typed value and back; its JSON Schema (``schema``: the plan and ``settings.json``;
+``matrix_schema``: the matrix file, which the schema alone checks); its words in docs/matrix.md; and, for
 the keys a local run may override, how a command-line value is checked (``from_command_line``).
 
 Parameters come from the table row: ``of`` (what a list holds, in words), ``values`` (the
@@ -14,11 +15,26 @@ closed set of an enum, of a list's items, of a bump) and ``null`` (the key may b
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from xcompat.errors import UsageError
+
+# Parts of the matrix schema the generated sections name (schemas/matrix.schema.json).
+KERNEL_NAME = "^[a-z][a-z0-9_]*$"
+FINDING_KIND = "#/$defs/findingKind"
+ONE_LINE = "^(?![\\s\\S]*[\\n\\r\\u0000])"
+
+# What a list holds (``of``), as the matrix file's schema checks it: the item, and whether the
+# list is a set of names (each once) rather than arguments in order.
+LIST_ITEMS: Mapping[str, tuple[Mapping[str, Any], bool]] = MappingProxyType({
+    "strings": (MappingProxyType({"type": "string"}), False),
+    "paths": (MappingProxyType({"type": "string", "minLength": 1}), False),
+    "glob patterns": (MappingProxyType({"type": "string", "minLength": 1}), True),
+    "finding kinds": (MappingProxyType({"$ref": FINDING_KIND}), True),
+    "backends": (MappingProxyType({"type": "string"}), True),
+})
 
 
 def _strings(value: Any) -> bool:
@@ -72,6 +88,11 @@ class ValueType:
     def schema(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def matrix_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the matrix file's form: never null (an unset key is left out).
+        A type whose matrix form is stricter than what a plan may hold says so."""
+        return replace(self, null=False).schema()
+
     def docs(self) -> str:
         """The type column of docs/matrix.md."""
         raise NotImplementedError
@@ -111,6 +132,10 @@ class Kernels(ValueType):
 
     def schema(self) -> dict[str, Any]:
         return {"oneOf": [{"enum": ["all", "none"]}, {"type": "array", "items": {"type": "string"}}]}
+
+    def matrix_schema(self) -> dict[str, Any]:
+        names = {"type": "string", "pattern": KERNEL_NAME}
+        return {"oneOf": [{"enum": ["all", "none"]}, {"type": "array", "uniqueItems": True, "items": names}]}
 
     def docs(self) -> str:
         return "`all`, `none` or kernel names"
@@ -153,6 +178,12 @@ class ListOf(ValueType):
     def schema(self) -> dict[str, Any]:
         items: dict[str, Any] = {"enum": list(self.values)} if self.values else {"type": "string"}
         return {"type": ["array", "null"] if self.null else "array", "items": items}
+
+    def matrix_schema(self) -> dict[str, Any]:
+        items, unique = LIST_ITEMS[self.of]
+        if self.values:
+            items = {"enum": list(self.values)}
+        return {"type": "array", **({"uniqueItems": True} if unique else {}), "items": dict(items)}
 
     def docs(self) -> str:
         return f"list of {self.of}"
@@ -233,6 +264,9 @@ class Seconds(ValueType):
     def schema(self) -> dict[str, Any]:
         return {"type": "number", "minimum": 0}
 
+    def matrix_schema(self) -> dict[str, Any]:
+        return {"type": "number", "exclusiveMinimum": 0}
+
     def docs(self) -> str:
         return "seconds"
 
@@ -284,7 +318,10 @@ class OneLineGlob(ValueType):
         return "a one-line glob"
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "string", "pattern": "^(?![\\s\\S]*[\\n\\r\\u0000])"}
+        return {"type": "string", "pattern": ONE_LINE}
+
+    def matrix_schema(self) -> dict[str, Any]:
+        return {"type": "string", "minLength": 1, "pattern": ONE_LINE}
 
     def docs(self) -> str:
         return "glob, on one line"
@@ -315,6 +352,10 @@ class Bumps(ValueType):
     def schema(self) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": {"enum": list(self.values)}}
 
+    def matrix_schema(self) -> dict[str, Any]:
+        return {"type": "object", "propertyNames": {"$ref": FINDING_KIND},
+                "additionalProperties": {"enum": list(self.values)}}
+
     def docs(self) -> str:
         return "`{kind: " + "|".join(self.values) + "}`"
 
@@ -342,6 +383,6 @@ def make_type(name: str, params: Mapping[str, Any]) -> ValueType:
         raise ValueError(f"type {name} needs values")
     if "null" in kwargs and not isinstance(kwargs["null"], bool):
         raise ValueError("null: expected true or false")
-    if "of" in kwargs and not isinstance(kwargs["of"], str):
-        raise ValueError("of: expected words saying what the list holds")
+    if "of" in kwargs and kwargs["of"] not in LIST_ITEMS:
+        raise ValueError(f"of: expected what the list holds, one of: {', '.join(LIST_ITEMS)}")
     return cls(**kwargs)

@@ -65,7 +65,7 @@ def test_every_field_of_the_sections_is_a_row_of_the_table():
     assert fields == {(row.section, row.attr) for row in setting_rows()}
 
 
-def test_the_hand_written_plan_and_matrix_schemas_name_the_same_keys():
+def test_the_plan_and_matrix_schemas_name_the_same_keys():
     plan = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())["$defs"]["settings"]["properties"]
     matrix = json.loads((ROOT / "schemas" / "matrix.schema.json").read_text())["properties"]
     for section in SECTIONS:
@@ -118,6 +118,15 @@ def test_a_key_added_to_the_table_reaches_every_form(dummy_key, capsys):
                                                           "type": "number", "minimum": 0}
     assert "tests.dummy-window" in schema["required"]
     assert "| `tests.dummy-window` | seconds | `30` | a key only this test adds |" in render.docs_table()
+    # the plan's settings and the matrix file's tests section, in the files the generator writes
+    files = render.generated_files(ROOT)
+    plan_schema = json.loads(files[ROOT / "schemas" / "plan.schema.json"])["$defs"]["settings"]["properties"]
+    assert plan_schema["tests"]["properties"]["dummy_window"] == {"type": "number", "minimum": 0}
+    assert "dummy_window" in plan_schema["tests"]["required"]
+    matrix_schema = json.loads(files[ROOT / "schemas" / "matrix.schema.json"])["properties"]
+    assert matrix_schema["tests"]["properties"]["dummy-window"] == {
+        "description": "a key only this test adds", "type": "number", "exclusiveMinimum": 0, "default": 30}
+    assert "| `tests.dummy-window` | seconds | `30` | a key only this test adds |" in files[ROOT / "docs" / "matrix.md"]
 
     m = load_matrix(sample_matrix_path())
     plan = json.loads(json.dumps(plan_document(m, expand(m))))
