@@ -13,6 +13,7 @@ framework version) share a run and its wheels; each flavour gets its own environ
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
@@ -374,10 +375,8 @@ def build_with_cibuildwheel(
                 rows.append({"id": cid, "status": "passed" if entries else "failed", "identifier": ident,
                              "wheels": [e["file"] for e in entries]})
                 wheels.extend({**e, "cell_id": cid} for e in entries)
-        try:
+        with contextlib.suppress(OSError):
             run_out.rmdir()
-        except OSError:
-            pass
     document = build_document(
         project=project, backend="cibuildwheel", wheels=wheels, cells=rows, errors=errors,
         seconds=time.monotonic() - start, tools=tool_versions(),

@@ -42,7 +42,7 @@ def _rate(covered: int, valid: int) -> str:
 
 def _class_xml(f: MergedFile) -> str:
     name = f.path.rsplit("/", 1)[-1]
-    lines = "".join(f'<line number="{n}" hits="{h}" branch="false"/>' for n, h in zip(f.lines, f.hits))
+    lines = "".join(f'<line number="{n}" hits="{h}" branch="false"/>' for n, h in zip(f.lines, f.hits, strict=False))
     return (
         f'<class name={quoteattr(name)} filename={quoteattr(f.path)} line-rate="{_rate(f.covered, f.valid)}" '
         f'branch-rate="0" complexity="0"><methods/><lines>{lines}</lines></class>'

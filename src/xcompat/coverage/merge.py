@@ -40,9 +40,9 @@ class MergedFile:
             # Same executable lines (the common case: the same source in every cell).
             self.hits = list(map(operator.add, self.hits, hits))
             return
-        counts = dict(zip(self.lines, self.hits))
+        counts = dict(zip(self.lines, self.hits, strict=False))
         get = counts.get
-        for n, h in zip(lines, hits):
+        for n, h in zip(lines, hits, strict=False):
             counts[n] = get(n, 0) + h
         self.lines = sorted(counts)
         self.hits = [counts[n] for n in self.lines]
@@ -168,7 +168,7 @@ def diff_coverage(result: MergeResult, changed: dict[str, tuple[int, ...]]) -> l
         sel_hits: list[int] = []
         ranges: list[list[int]] = []
         run_open = False
-        for n, h in zip(merged.lines, merged.hits):
+        for n, h in zip(merged.lines, merged.hits, strict=False):
             if n not in wanted:
                 # An unchanged executable line ends a run of uncovered changed lines.
                 run_open = False

@@ -93,7 +93,7 @@ def uncovered_ranges(
     """
     out: list[list[int]] = []
     open_run = False
-    for n, h in zip(lines, hits):
+    for n, h in zip(lines, hits, strict=False):
         if h:
             open_run = False
         elif open_run:

@@ -198,7 +198,7 @@ class PathMapper:
 
 def _common_suffix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     n = 0
-    for x, y in zip(reversed(a), reversed(b)):
+    for x, y in zip(reversed(a), reversed(b), strict=False):
         if x != y:
             break
         n += 1

@@ -73,10 +73,7 @@ def merge_coverage(options: MergeOptions, *, changed: dict[str, tuple[int, ...]]
         }
     checks = evaluate(options.thresholds, overall, diff_pct, diff_known=changed is not None)
     failed = [c for c in checks if not c.passed]
-    if options.strict and result.errors:
-        status = "failed"
-    else:
-        status = "failed" if failed else "passed"
+    status = "failed" if failed or (options.strict and result.errors) else "passed"
     pieces = [
         f"{covered}/{valid} lines"
         + (f" ({overall:.2f} %)" if overall is not None else "")

@@ -55,7 +55,7 @@ def _framework_combos(matrix: Matrix) -> list[tuple[tuple[str, str], ...]]:
     if not names:
         return [()]
     product = itertools.product(*(matrix.frameworks[n] for n in names))
-    return [tuple(sorted(zip(names, versions))) for versions in product]
+    return [tuple(sorted(zip(names, versions, strict=True))) for versions in product]
 
 
 def _make_cell(
@@ -249,7 +249,7 @@ def _first_difference(got: Any, expected: Any, path: str) -> str | None:
     if isinstance(expected, list) and isinstance(got, list):
         if len(got) != len(expected):
             return path
-        for index, (a, b) in enumerate(zip(got, expected)):
+        for index, (a, b) in enumerate(zip(got, expected, strict=True)):
             where = _first_difference(a, b, f"{path}[{index}]")
             if where is not None:
                 return where
