@@ -13,6 +13,7 @@ type or hash, revoked key, key not in allowed_signers, key not valid now, namesp
 allowed for the key, tampered file, missing user presence, wrong repository, expired
 matrix, rollback. Lower layers: ``sshsig`` (format, maths), ``keys`` (key types,
 fingerprints), ``allowed_signers`` (trust list, revocation), ``trust`` (git ref),
+``trust_inputs`` (the trust list, revoked keys and previous matrix a verification reads),
 ``ssh_keygen`` (driver), ``sign`` (bump serial and sign).
 """
 

@@ -24,22 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xcompat.errors import InputError, VerificationError
-from xcompat.limits import LIMITS, read_bounded
+from xcompat.limits import LIMITS
 from xcompat.matrix import Matrix, load_matrix, read_matrix_bytes
-from xcompat.signing.allowed_signers import (
-    find_signer,
-    match_pattern_list,
-    parse_allowed_signers,
-    parse_revoked,
-)
+from xcompat.signing.allowed_signers import AllowedSigner, find_signer, match_pattern_list
 from xcompat.signing.sshsig import (
     NAMESPACE,
     SK_USER_PRESENT,
     SignatureFormatError,
+    SshSignature,
     check_signature,
     parse_signature,
 )
-from xcompat.signing.trust import TrustRoot, open_trust_root
+from xcompat.signing.trust_inputs import TrustInputs, read_trust_inputs, read_verification_bytes
 
 # Where CI services say which repository a job runs for.
 REPO_ENV_VARS = ("GITHUB_REPOSITORY", "CI_PROJECT_PATH")
@@ -97,40 +93,6 @@ class VerifiedMatrix:
         }
 
 
-def _read_bytes(path: Path, what: str, *, missing_is_verification: bool, limit: int) -> bytes:
-    try:
-        return read_bounded(path, what=what, limit=limit)
-    except InputError as exc:
-        if missing_is_verification and isinstance(exc.__cause__, FileNotFoundError):
-            raise VerificationError(
-                f"{what} not found: {path}",
-                file=str(path),
-                hint="sign the matrix with: xcompat matrix sign FILE --key KEY",
-            ) from None
-        raise
-
-
-REVOKED_KEYS_NAME = "revoked_keys"
-
-
-def default_revoked_path(allowed_signers: str | Path) -> Path:
-    """Where the revoked-keys list lives when none is named: next to the trust list."""
-    return Path(allowed_signers).with_name(REVOKED_KEYS_NAME)
-
-
-def _read_revoked(path: Path) -> bytes:
-    try:
-        return read_bounded(path, what="revoked-keys file", limit=LIMITS.trust_file_bytes)
-    except InputError as exc:
-        if isinstance(exc.__cause__, FileNotFoundError):
-            raise VerificationError(
-                f"the revoked-keys file {path} was named but does not exist",
-                file=str(path),
-                hint="create it, or drop --revoked to use revoked_keys next to the trust list",
-            ) from None
-        raise
-
-
 def _now(now: _dt.datetime | None) -> _dt.datetime:
     if now is None:
         return _dt.datetime.now(_dt.timezone.utc)
@@ -150,6 +112,116 @@ def _trusted_serial(previous: bytes, where: str) -> int:
     if not isinstance(serial, int) or isinstance(serial, bool):
         raise VerificationError(f"the trusted matrix {where} has no integer serial")
     return serial
+
+
+def _checked_signature(sig_bytes: bytes, sig_path: Path, data: bytes, matrix_path: Path, trust: TrustInputs, *,
+                       principal: str | None, now: _dt.datetime) -> tuple[SshSignature, AllowedSigner]:
+    """The signature over ``data``, after every check of it and of its signer (steps 3 to 5)."""
+    entries = trust.signers()
+    revoked_keys = trust.revoked_keys()
+    try:
+        sig = parse_signature(sig_bytes)
+    except SignatureFormatError as exc:
+        raise VerificationError(f"malformed signature: {exc}", file=str(sig_path)) from None
+    fp = sig.fingerprint
+    if sig.namespace != NAMESPACE:
+        raise VerificationError(
+            f"signature namespace is {sig.namespace!r}, expected {NAMESPACE!r}",
+            file=str(sig_path),
+            hint=f"a signature made for another purpose is not valid here; sign with -n {NAMESPACE}",
+        )
+    if revoked_keys is not None and revoked_keys.is_revoked(sig.public_key):
+        raise VerificationError(
+            f"signing key {fp} is revoked (listed in {trust.revoked_source})",
+            hint="re-sign the matrix with a key that is not revoked",
+        )
+    signer = _allowed_signer(sig, entries, trust.signers_source, principal=principal, now=now)
+    if not check_signature(sig, data):
+        raise VerificationError(
+            f"signature does not match the contents of {matrix_path} (the file or the signature changed after signing)",
+            file=str(matrix_path),
+            hint="re-sign after reviewing the change: xcompat matrix sign",
+        )
+    if sig.sk_flags is not None and not sig.sk_flags & SK_USER_PRESENT:
+        raise VerificationError(
+            f"security-key signature by {fp} was made without user presence (the key was not touched)",
+            hint="sign again and touch the security key",
+        )
+    return sig, signer
+
+
+def _allowed_signer(sig: SshSignature, entries: list[AllowedSigner], signers_source: str, *,
+                    principal: str | None, now: _dt.datetime) -> AllowedSigner:
+    """The entry of the trust list that allows the signing key now (and names ``principal``)."""
+    fp = sig.fingerprint
+    match = find_signer(entries, sig.public_key, namespace=NAMESPACE, now=now)
+    if match.signer is None:
+        if match.reason is None:
+            raise VerificationError(
+                f"signing key {fp} ({sig.public_key.key_type}) is not in allowed_signers ({signers_source})",
+                hint="the signer must be enrolled in the trusted allowed_signers",
+            )
+        raise VerificationError(
+            f"signing key {fp} is not accepted by allowed_signers ({signers_source}): {match.reason}"
+        )
+    signer = match.signer
+    if principal is not None and not match_pattern_list(principal, signer.principals):
+        raise VerificationError(f"signed by {signer.principals!r}, expected principal {principal!r}")
+    return signer
+
+
+def _checked_binding(matrix: Matrix, matrix_path: Path, expected_repo: str | None, now: _dt.datetime) -> None:
+    """The matrix names this repository and has not expired (step 6)."""
+    if expected_repo is not None and matrix.repo.lower() != expected_repo.lower():
+        raise VerificationError(
+            f"matrix is bound to repository {matrix.repo!r}, but this is {expected_repo!r}",
+            file=str(matrix_path),
+            hint="a signed matrix cannot be replayed in another repository or fork",
+        )
+    if matrix.expired(now.date()):
+        raise VerificationError(
+            f"matrix signature expired on {matrix.expires}; review it and re-sign with a later expires:",
+            file=str(matrix_path),
+        )
+
+
+def _checked_serial(matrix: Matrix, data: bytes, matrix_path: Path, trust: TrustInputs,
+                    trust_ref: str | None) -> tuple[int | None, bool]:
+    """(the trusted serial, whether the bytes are unchanged): a changed matrix must have a
+    higher serial than the one at the trust ref (no rollback)."""
+    if trust.root is None or trust.previous is None:
+        return None, False
+    unchanged = trust.previous == data
+    trusted_serial = _trusted_serial(trust.previous, trust.root.describe(matrix_path))
+    if not unchanged and matrix.serial <= trusted_serial:
+        raise VerificationError(
+            f"rollback refused: serial {matrix.serial} is not greater than the trusted serial "
+            f"{trusted_serial} at {trust_ref}, and the file differs",
+            file=str(matrix_path),
+            hint="every change needs a higher serial (xcompat matrix sign bumps it)",
+        )
+    return trusted_serial, unchanged
+
+
+def _cross_checked(data: bytes, sig_bytes: bytes, signer: AllowedSigner, trust: TrustInputs) -> None:
+    """``ssh-keygen -Y verify`` accepts the same bytes with the same trust inputs."""
+    from xcompat.signing.ssh_keygen import cross_check_verify
+
+    first = signer.principals.split(",")[0].strip()
+    identity = first if not any(c in first for c in "*?!") else signer.principals
+    agreed, said = cross_check_verify(
+        data,
+        sig_bytes,
+        allowed_signers=trust.signers_raw,
+        principal=identity,
+        namespace=NAMESPACE,
+        revoked=trust.revoked_raw,
+    )
+    if not agreed:
+        raise VerificationError(
+            f"ssh-keygen -Y verify disagrees and refuses the signature: {said}",
+            hint="xcompat fails closed when the two verifiers disagree",
+        )
 
 
 def verify_matrix(
@@ -180,166 +252,39 @@ def verify_matrix(
     matrix_path = Path(matrix_path)
     sig_path = Path(signature) if signature is not None else matrix_path.with_name(matrix_path.name + ".sig")
     now_dt = _now(now)
-    notes: list[str] = []
 
     data = read_matrix_bytes(matrix_path)
-    sig_bytes = _read_bytes(sig_path, "signature", missing_is_verification=True, limit=LIMITS.signature_bytes)
+    sig_bytes = read_verification_bytes(sig_path, "signature", missing_is_verification=True,
+                                        limit=LIMITS.signature_bytes)
+    trust = read_trust_inputs(matrix_path, allowed_signers=allowed_signers, revoked=revoked, trust_ref=trust_ref)
+    notes = list(trust.notes)
+    sig, signer = _checked_signature(sig_bytes, sig_path, data, matrix_path, trust, principal=principal, now=now_dt)
 
-    # -- trust inputs --------------------------------------------------------------
-    # Revocation is always on: without --revoked, revoked_keys next to the trust list applies
-    # when it exists; a list named explicitly must exist (a missing one fails closed).
-    revoked_path = revoked if revoked is not None else default_revoked_path(allowed_signers)
-    root: TrustRoot | None = None
-    previous: bytes | None = None
-    if trust_ref:
-        root = open_trust_root(trust_ref, matrix_path)
-        signers_raw = root.read(allowed_signers)
-        signers_source = root.describe(allowed_signers)
-        if signers_raw is None:
-            raise VerificationError(
-                f"allowed_signers does not exist at the trust ref ({signers_source})",
-                hint="the trust list must be committed on the base branch before it can vouch for a signature",
-            )
-        revoked_source: str | None = root.describe(revoked_path)
-        revoked_raw = root.read(revoked_path)
-        if revoked_raw is None:
-            if revoked is not None:
-                raise VerificationError(
-                    f"the revoked-keys file {revoked_source} was named but does not exist at the trust ref",
-                    hint="commit it on the base branch, or drop --revoked to use revoked_keys next to the trust list",
-                )
-            revoked_source = None  # the default list is optional: its absence means no revocations
-        previous = root.read(matrix_path)
-        if previous is None:
-            notes.append(
-                f"no matrix at {root.describe(matrix_path)}: first signed version, no rollback check"
-            )
-    else:
-        signers_source = str(allowed_signers)
-        signers_raw = _read_bytes(Path(allowed_signers), "allowed_signers", missing_is_verification=False,
-                                  limit=LIMITS.trust_file_bytes)
-        revoked_source = str(revoked_path)
-        if revoked is not None or Path(revoked_path).exists():
-            revoked_raw = _read_revoked(Path(revoked_path))
-        else:
-            revoked_raw, revoked_source = None, None
-    try:
-        signers_text = signers_raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("allowed_signers is not UTF-8 text", file=signers_source) from None
-    entries = parse_allowed_signers(signers_text, source=signers_source)
-    if not entries:
-        raise VerificationError(
-            f"allowed_signers ({signers_source}) lists no keys, so nothing can be trusted"
-        )
-    revoked_keys = (
-        parse_revoked(revoked_raw, source=revoked_source or "") if revoked_raw is not None else None
-    )
-
-    # -- signature -----------------------------------------------------------------
-    try:
-        sig = parse_signature(sig_bytes)
-    except SignatureFormatError as exc:
-        raise VerificationError(f"malformed signature: {exc}", file=str(sig_path)) from None
-    fp = sig.fingerprint
-    if sig.namespace != NAMESPACE:
-        raise VerificationError(
-            f"signature namespace is {sig.namespace!r}, expected {NAMESPACE!r}",
-            file=str(sig_path),
-            hint=f"a signature made for another purpose is not valid here; sign with -n {NAMESPACE}",
-        )
-    if revoked_keys is not None and revoked_keys.is_revoked(sig.public_key):
-        raise VerificationError(
-            f"signing key {fp} is revoked (listed in {revoked_source})",
-            hint="re-sign the matrix with a key that is not revoked",
-        )
-    match = find_signer(entries, sig.public_key, namespace=NAMESPACE, now=now_dt)
-    if match.signer is None:
-        if match.reason is None:
-            raise VerificationError(
-                f"signing key {fp} ({sig.public_key.key_type}) is not in allowed_signers ({signers_source})",
-                hint="the signer must be enrolled in the trusted allowed_signers",
-            )
-        raise VerificationError(
-            f"signing key {fp} is not accepted by allowed_signers ({signers_source}): {match.reason}"
-        )
-    signer = match.signer
-    if principal is not None and not match_pattern_list(principal, signer.principals):
-        raise VerificationError(f"signed by {signer.principals!r}, expected principal {principal!r}")
-    if not check_signature(sig, data):
-        raise VerificationError(
-            f"signature does not match the contents of {matrix_path} (the file or the signature changed after signing)",
-            file=str(matrix_path),
-            hint="re-sign after reviewing the change: xcompat matrix sign",
-        )
-    if sig.sk_flags is not None and not sig.sk_flags & SK_USER_PRESENT:
-        raise VerificationError(
-            f"security-key signature by {fp} was made without user presence (the key was not touched)",
-            hint="sign again and touch the security key",
-        )
-
-    # -- the verified bytes ----------------------------------------------------------
+    # Only now are the bytes parsed: the ones verified, never a re-read of the file.
     matrix = load_matrix(data, source=str(matrix_path))
     expected_repo = repo or next((env[v] for v in REPO_ENV_VARS if env.get(v)), None)
-    if expected_repo is not None and matrix.repo.lower() != expected_repo.lower():
-        raise VerificationError(
-            f"matrix is bound to repository {matrix.repo!r}, but this is {expected_repo!r}",
-            file=str(matrix_path),
-            hint="a signed matrix cannot be replayed in another repository or fork",
-        )
+    _checked_binding(matrix, matrix_path, expected_repo, now_dt)
     if expected_repo is None:
         notes.append("repository binding not checked (pass --repo, or run under GitHub Actions / GitLab CI)")
-    if matrix.expired(now_dt.date()):
-        raise VerificationError(
-            f"matrix signature expired on {matrix.expires}; review it and re-sign with a later expires:",
-            file=str(matrix_path),
-        )
-    trusted_serial = None
-    unchanged = False
-    if root is not None and previous is not None:
-        unchanged = previous == data
-        trusted_serial = _trusted_serial(previous, root.describe(matrix_path))
-        if not unchanged and matrix.serial <= trusted_serial:
-            raise VerificationError(
-                f"rollback refused: serial {matrix.serial} is not greater than the trusted serial "
-                f"{trusted_serial} at {trust_ref}, and the file differs",
-                file=str(matrix_path),
-                hint="every change needs a higher serial (xcompat matrix sign bumps it)",
-            )
+    trusted_serial, unchanged = _checked_serial(matrix, data, matrix_path, trust, trust_ref)
     if cross_check:
-        from xcompat.signing.ssh_keygen import cross_check_verify
-
-        first = signer.principals.split(",")[0].strip()
-        identity = first if not any(c in first for c in "*?!") else signer.principals
-        agreed, said = cross_check_verify(
-            data,
-            sig_bytes,
-            allowed_signers=signers_raw,
-            principal=identity,
-            namespace=NAMESPACE,
-            revoked=revoked_raw,
-        )
-        if not agreed:
-            raise VerificationError(
-                f"ssh-keygen -Y verify disagrees and refuses the signature: {said}",
-                hint="xcompat fails closed when the two verifiers disagree",
-            )
+        _cross_checked(data, sig_bytes, signer, trust)
     return VerifiedMatrix(
         matrix=matrix,
         data=data,
         sha256=hashlib.sha256(data).hexdigest(),
         principal=signer.principals,
-        fingerprint=fp,
+        fingerprint=sig.fingerprint,
         key_type=sig.public_key.key_type,
         hash_algorithm=sig.hash_algorithm,
         namespace=sig.namespace,
         matrix_path=str(matrix_path),
         signature_path=str(sig_path),
-        allowed_signers_source=signers_source,
-        revoked_source=revoked_source,
+        allowed_signers_source=trust.signers_source,
+        revoked_source=trust.revoked_source,
         repo_checked=expected_repo,
         trust_ref=trust_ref,
-        trust_commit=root.commit if root else None,
+        trust_commit=trust.root.commit if trust.root else None,
         trusted_serial=trusted_serial,
         unchanged=unchanged,
         cross_checked=cross_check,
