@@ -160,7 +160,7 @@ def test_a_member_declared_small_that_holds_more_is_refused(tmp_path: Path) -> N
 
 
 def test_bytes_written_are_counted_past_the_declared_size(tmp_path: Path) -> None:
-    from xcompat.archives import _Writer
+    from xcompat.archives.writer import Writer as _Writer
 
     (tmp_path / "root").mkdir()
     writer = _Writer("x.tar", tmp_path / "root", what="archive", total=1 << 30)
