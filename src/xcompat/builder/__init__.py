@@ -9,7 +9,8 @@ Public API::
 ``build_project`` writes ``<out>/build.json`` (schema ``build``) and returns it. The
 pieces are importable on their own: ``xcompat.builder.native`` (build + repair),
 ``xcompat.builder.audit`` (auditwheel show, policy symbols, abi3audit),
-``xcompat.builder.cibw`` (cibuildwheel configuration derived from the plan),
+``xcompat.builder.cibw_runs`` (cibuildwheel configuration derived from the plan),
+``xcompat.builder.cibw`` (cibuildwheel runs),
 ``xcompat.builder.record`` (the ``build.json`` document).
 """
 
