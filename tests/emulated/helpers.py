@@ -26,13 +26,16 @@ def outcomes(result: Path) -> dict[str, str]:
     return {t["nodeid"]: t["outcome"] for t in document["tests"]}
 
 
-def native_outcomes(project: Path, workdir: Path, targets: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
-    """The same tests on the host, from a wheel built the ordinary way."""
+def native_outcomes(project: Path, workdir: Path, targets: list[str], env: dict[str, str] | None = None, *,
+                    isolation: bool = False) -> dict[str, str]:
+    """The same tests on the host, from a wheel built the ordinary way (``isolation``: pip's
+    isolated build, for a project whose build requirements this venv lacks)."""
     import os
     import zipfile
 
     wheels = workdir / "native-wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+    flags = [] if isolation else ["--no-build-isolation"]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *flags,
                     "-w", str(wheels), str(project)], check=True, env={**os.environ, **(env or {})})
     site = workdir / "native-site"
     zipfile.ZipFile(next(wheels.glob("*.whl"))).extractall(site)

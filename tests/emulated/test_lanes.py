@@ -52,3 +52,23 @@ def test_sample_c_extensions_pass_the_native_tests(arch: str, tmp_path: Path) ->
     assert native and set(native.values()) == {"passed"}
     run = run_tests_in_lane(lane(arch), project, tmp_path / arch, targets=targets, build_env=env)
     assert outcomes(run.result) == native, run.output[-3000:]
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "s390x"])
+def test_released_project_passes_its_native_tests(arch: str, tmp_path: Path) -> None:
+    from tests.helpers.real_projects import PROJECTS, source_tree
+
+    project = PROJECTS["markupsafe"]
+    tree = source_tree(project, project.version, tmp_path / "src")
+    native = native_outcomes(tree, tmp_path / "native", [project.tests], isolation=True)
+    assert len(native) >= project.min_tests and "failed" not in native.values()
+    run = run_tests_in_lane(lane(arch), tree, tmp_path / arch, targets=[project.tests])
+    assert any(n.endswith(f"{arch}-linux-gnu.so") for n in _wheel_names(run.build.wheel)), \
+        "the wheel holds no compiled speedups for the lane: its C code would go untested"
+    assert outcomes(run.result) == native, run.output[-3000:]
+
+
+def _wheel_names(wheel: Path) -> list[str]:
+    import zipfile
+
+    return zipfile.ZipFile(wheel).namelist()

@@ -6,6 +6,7 @@ does), so nothing of another architecture is left in the user's checkout.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from collections.abc import Mapping
@@ -14,7 +15,13 @@ from pathlib import Path
 
 from xcompat.builder.sources import copy_sources
 from xcompat.emulation.chroot import run_in_root
-from xcompat.emulation.cross import CrossUnavailable, cross_build
+from xcompat.emulation.cross import (
+    TARGET_ONLY,
+    CrossUnavailable,
+    build_requirements,
+    cross_build,
+    requirement_name,
+)
 from xcompat.emulation.lane import Lane
 from xcompat.errors import ToolError
 from xcompat.log import get_logger
@@ -28,12 +35,34 @@ class LaneBuild:
     why_emulated: str | None = None  # why a cross build was not possible
 
 
+def _root_build_env(lane: Lane, requires: list[str], timeout: float) -> str:
+    """A venv in the root holding ``requires`` (made once per list); its interpreter's path."""
+    kept = sorted(r for r in requires if requirement_name(r) not in TARGET_ONLY)
+    key = hashlib.sha256("\n".join(kept).encode()).hexdigest()[:16]
+    venv = f"/opt/xcompat-build/{key}"
+    stamp = lane.root / venv.lstrip("/") / ".xcompat-ready"
+    if not stamp.is_file():
+        run = lane.root_run()
+        for argv in (["python3", "-m", "venv", "--clear", venv],
+                     [f"{venv}/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                      "wheel", *kept]):
+            done = run_in_root(run, argv, timeout=timeout)
+            if done.returncode != 0:
+                tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
+                raise ToolError(f"cannot install the build requirements in the {lane.arch.name} root: {tail}")
+        stamp.write_text(key + "\n", encoding="utf-8")
+    return f"{venv}/bin/python"
+
+
 def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str] | None = None,
                    timeout: float = 3600) -> Path:
-    """Build ``source``'s wheel inside the root (pip and the compiler run under QEMU)."""
+    """Build ``source``'s wheel inside the root (pip and the compiler run under QEMU), without
+    build isolation: in a venv of the project's build requirements less the frameworks the
+    target cannot install (torch has no s390x or ppc64le wheels; a torch-free build needs none)."""
     out.mkdir(parents=True, exist_ok=True)
+    python = _root_build_env(lane, build_requirements(source), timeout)
     run = lane.root_run([source, out], dict(env or {}))
-    argv = [lane.interpreter, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
+    argv = [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
             "-w", str(out), str(source)]
     done = run_in_root(run, argv, cwd=str(source), timeout=timeout)
     (out.parent / f"emulated-build-{lane.arch.name}.log").write_text(done.stdout + "\n" + done.stderr,

@@ -145,7 +145,12 @@ def cross_setup(root: Path, arch: Arch, workdir: Path) -> CrossSetup:
 
 # Build requirements whose target-architecture build a host cannot provide: a project that
 # compiles against them is built in the root instead.
-_TARGET_ONLY = ("torch", "tensorflow", "jax", "jaxlib")
+TARGET_ONLY = ("torch", "tensorflow", "jax", "jaxlib")
+
+
+def requirement_name(requirement: str) -> str:
+    """``torch>=2.4; python_version < '4'`` -> ``torch``."""
+    return re.split(r"[<>=!~;\[ (]", requirement.strip(), maxsplit=1)[0].lower()
 
 
 def build_requirements(project: Path) -> list[str]:
@@ -168,7 +173,7 @@ def build_requirements(project: Path) -> list[str]:
 def _host_build_env(python: str, requires: list[str], base: Path) -> Path:
     """A host venv holding ``requires`` (made once per interpreter and list): the build runs in
     it without pip's isolation, which would hide the target's build settings from it."""
-    kept = sorted(r for r in requires if re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() not in _TARGET_ONLY)
+    kept = sorted(r for r in requires if requirement_name(r) not in TARGET_ONLY)
     key = hashlib.sha256("\n".join([python, *kept]).encode()).hexdigest()[:16]
     venv = base / key
     stamp = venv / ".xcompat-ready"

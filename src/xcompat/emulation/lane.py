@@ -28,7 +28,7 @@ from xcompat.resources import data_dir
 
 VENV = "/opt/xcompat-venv"
 # What `xcompat test` and `xcompat kernels` import in the root, besides the standard library.
-RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-timeout>=2.3", "jsonschema>=4.18", "pyyaml>=6.0", "packaging>=23.2")
+RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-timeout>=2.3", "jsonschema>=4.18")
 # Environment a stage sets that means the same inside the root; the rest is the host's own.
 _ENV_PREFIXES = ("XCOMPAT_", "PYTHON", "PYTEST_", "SAMPLE_EXT_", "OMP_", "MKL_")
 

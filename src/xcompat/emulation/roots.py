@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -31,7 +32,7 @@ DEFAULT_SUITE = "bookworm"  # Python 3.11; trixie has 3.13
 READY = ".xcompat-root-ready"
 ATTEMPTS = 3
 RETRY_SECONDS = 20
-LAYOUT = 1  # bump when what a root holds changes, so old caches are not reused
+LAYOUT = 2  # bump when what a root holds changes, so old caches are not reused
 
 
 def cache_dir() -> Path:
@@ -69,6 +70,41 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _deb822_mirrors(text: str, suite: str) -> list[str]:
+    found = []
+    for block in re.split(r"\n\s*\n", text):
+        fields = dict(re.findall(r"(?m)^([A-Za-z-]+):[ \t]*(.*)$", block))
+        if "deb" in fields.get("Types", "").split() and suite in fields.get("Suites", "").split():
+            found += fields.get("URIs", "").split()
+    return found
+
+
+def _one_line_mirrors(text: str, suite: str) -> list[str]:
+    found = []
+    for line in text.splitlines():
+        words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+        if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
+            found.append(words[1])
+    return found
+
+
+def host_mirror(suite: str, apt_dir: Path = Path("/etc/apt")) -> str | None:
+    """The Debian mirror this machine's apt uses for ``suite`` itself (not -security or
+    -updates), or None. A root is made from the release suite alone: its security and
+    updates indices change under it, and one caught mid-sync fails the whole make."""
+    files = sorted(apt_dir.glob("sources.list.d/*.sources"))
+    for path in files:
+        found = _deb822_mirrors(path.read_text(encoding="utf-8", errors="replace"), suite)
+        if found:
+            return found[0]
+    for path in [apt_dir / "sources.list", *sorted(apt_dir.glob("sources.list.d/*.list"))]:
+        if path.is_file():
+            found = _one_line_mirrors(path.read_text(encoding="utf-8", errors="replace"), suite)
+            if found:
+                return found[0]
+    return None
+
+
 def make_tarball(spec: RootSpec, base: Path | None = None) -> Path:
     """The cached tarball of ``spec``, made with mmdebstrap when missing."""
     target = spec.tarball(base)
@@ -82,6 +118,9 @@ def make_tarball(spec: RootSpec, base: Path | None = None) -> Path:
     made.unlink(missing_ok=True)
     argv = [tool, "--quiet", "--variant=minbase", f"--arch={spec.arch.debian}",
             f"--include={','.join(sorted(set(spec.packages)))}", spec.suite, str(made)]
+    mirror = host_mirror(spec.suite)
+    if mirror is not None:  # else mmdebstrap's own default
+        argv.append(f"deb {mirror} {spec.suite} main")
     for _attempt in range(ATTEMPTS):  # a mirror caught mid-sync fails apt's update; it passes later
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode == 0 and made.is_file():

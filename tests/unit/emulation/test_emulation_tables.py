@@ -104,3 +104,23 @@ def test_lane_passes_only_stage_settings_into_the_root(tmp_path: Path) -> None:
     assert inner[-4:] == ["/opt/xcompat-venv/bin/python", "-m", "xcompat", "test"]
     assert lane.describe() == {"arch": "s390x", "qemu": "7.2", "cpu": "max", "floor": None,
                                "root": "debian bookworm", "python": "3.11"}
+
+
+def test_roots_use_the_host_mirror_of_the_release_suite_only(tmp_path: Path) -> None:
+    from xcompat.emulation.roots import host_mirror
+
+    listed = tmp_path / "sources.list.d"
+    listed.mkdir()
+    (listed / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\nComponents: main\n\n"
+        "Types: deb-src\nURIs: http://src.invalid/debian\nSuites: bookworm\n\n"
+        "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\n")
+    assert host_mirror("bookworm", tmp_path) == "http://mirror.invalid/debian"
+    assert host_mirror("trixie", tmp_path) is None
+    (listed / "debian.sources").unlink()
+    (tmp_path / "sources.list").write_text("# deb http://old.invalid/debian bookworm main\n"
+                                           "deb [arch=amd64 signed-by=/k.gpg] http://one.invalid/debian bookworm main\n"
+                                           "deb http://one.invalid/security bookworm-security main\n")
+    assert host_mirror("bookworm", tmp_path) == "http://one.invalid/debian"
+    (tmp_path / "sources.list").write_bytes(b"\xff\xfe garbage deb\n\n\n")
+    assert host_mirror("bookworm", tmp_path) is None
