@@ -9,6 +9,7 @@ Public API::
 ``build_project`` writes ``<out>/build.json`` (schema ``build``) and returns it. The
 pieces are importable on their own: ``xcompat.builder.native`` (build + repair),
 ``xcompat.builder.audit`` (auditwheel show, policy symbols, abi3audit),
+``xcompat.builder.requirements`` (what a project builds against; isolated or not),
 ``xcompat.builder.cibw_runs`` (cibuildwheel configuration derived from the plan),
 ``xcompat.builder.cibw`` (cibuildwheel runs),
 ``xcompat.builder.record`` (the ``build.json`` document).

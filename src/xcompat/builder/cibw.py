@@ -94,8 +94,9 @@ def build_with_cibuildwheel(
     test_command: str | None = D.DEFAULT_TEST_COMMAND,
 ) -> dict[str, Any]:
     """Run cibuildwheel for the cells of this platform, audit the wheels, write build.json."""
-    from xcompat.builder.native import build_requirements, runner_frameworks, tool_versions
+    from xcompat.builder.native import tool_versions
     from xcompat.builder.record import BUILD_JSON, build_document
+    from xcompat.builder.requirements import build_requirements, runner_frameworks
 
     start = time.monotonic()
     base = tool_env(env)
@@ -187,8 +188,9 @@ def _build_run(project: Path, out_dir: Path, run: CibwRun, base: Mapping[str, st
 def _audited_wheels(run_out: Path, out_dir: Path, wanted: Sequence[str], seconds: float, log_path: Path,
                     base: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
     """The wheels a run made, moved to ``out_dir`` and audited, by the identifier that made them."""
-    from xcompat.builder.native import BuiltWheel, IsolationChoice
+    from xcompat.builder.native import BuiltWheel
     from xcompat.builder.record import audit_built_wheel
+    from xcompat.builder.requirements import IsolationChoice
 
     produced = sorted(run_out.glob("*.whl"))
     by_ident: dict[str, list[dict[str, Any]]] = {}

@@ -11,15 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from xcompat import jsonio
-from xcompat.builder.native import (
-    NativeOptions,
-    build_frameworks,
-    build_native,
-    check_project,
-    installed_version,
-    tool_versions,
-)
+from xcompat.builder.native import NativeOptions, build_native, tool_versions
 from xcompat.builder.record import BUILD_JSON, audit_built_wheel, build_document
+from xcompat.builder.requirements import build_frameworks, check_project, installed_version
 from xcompat.builder.tools import tool_env
 from xcompat.errors import XcompatError
 from xcompat.log import get_logger
@@ -99,6 +93,16 @@ def framework_mismatch(cell: Cell, frameworks: Sequence[str], python: str) -> st
     return None
 
 
+@dataclass
+class _Record:
+    """What the builds produced, as build.json lists it."""
+
+    wheels: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    first_error: XcompatError | None = None  # raised once build.json is written
+
+
 def build_project(
     project: Path,
     out_dir: Path,
@@ -119,67 +123,75 @@ def build_project(
 
         return build_with_cibuildwheel(project, out_dir, cells=list(cells or []), env=settings.env)
     env = tool_env(settings.env)
-    wheels: list[dict[str, Any]] = []
-    cell_rows: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
-    first_error: XcompatError | None = None
-    groups: dict[tuple[Any, ...], list[Cell]] = {}
-    frameworks = build_frameworks(project).names
-    for cell in cells or []:
-        mismatch = framework_mismatch(cell, frameworks, settings.native.python)
-        if mismatch:
-            cell_rows.append({"id": cell.id, "status": "skipped", "wheels": [], "reason": mismatch})
-            get_logger().warning(f"{cell.id}: skipped, {mismatch}")
-            continue
-        groups.setdefault(native_build_key(cell), []).append(cell)
-    jobs: list[tuple[Cell | None, list[Cell]]] = [(g[0], g) for g in groups.values()]
-    if cells is None:
-        jobs = [(None, [])]
-    log = get_logger()
+    record = _Record()
+    jobs = _native_jobs(project, cells, settings, record)
     for lead, members in jobs:
-        ids: list[str | None] = [c.id for c in members] or [None]
-        options = settings.native
-        if lead is not None:
-            python = interpreter_for(lead.python, env)
-            if python is None:
-                for cid in ids:
-                    cell_rows.append({"id": cid, "status": "skipped", "wheels": [],
-                                      "reason": f"no usable Python {lead.python} (with `build`) on this runner"})
-                log.warning(f"{lead.id}: skipped, no usable Python {lead.python} (with `build`) on this runner")
-                continue
-            options = replace(options, python=python)
-        try:
-            built = build_native(project, out_dir, cell=lead, options=replace(options, env=settings.env))
-            entries = []
-            for item in built:
-                entries.append(audit_built_wheel(item, env=env, out_dir=out_dir, backend="native"))
-        except XcompatError as exc:
-            first_error = first_error or exc
-            for cid in ids:
-                cell_rows.append({"id": cid, "status": "failed", "wheels": [], "reason": exc.message})
-            errors.append({"cell_id": ids[0], "message": str(exc), "log_tail": list(exc.details)})
-            continue
-        for cid in ids:
-            cell_rows.append({"id": cid, "status": "passed", "wheels": [e["file"] for e in entries]})
-        for entry in entries:
-            wheels.append(entry)
-            for extra in ids[1:]:
-                wheels.append({**entry, "cell_id": extra})
-        if built:
-            log.info(f"built {', '.join(e['file'] for e in entries)} ({built[0].isolation.reason}; "
-                     f"{built[0].toolchain})")
+        _build_job(project, out_dir, lead, members, settings, env, record)
     document = build_document(
         project=project,
         backend="native",
-        wheels=wheels,
-        cells=cell_rows,
-        errors=errors,
+        wheels=record.wheels,
+        cells=record.cells,
+        errors=record.errors,
         seconds=time.monotonic() - start,
         tools=tool_versions(),
         settings={"isolation": settings.native.isolation, "repair": settings.native.repair,
                   "excludes": list(settings.native.excludes), "device": settings.native.device},
     )
     jsonio.write_json(out_dir / BUILD_JSON, document, schema="build")
-    if first_error is not None:
-        raise first_error
+    if record.first_error is not None:
+        raise record.first_error
     return document
+
+
+def _native_jobs(project: Path, cells: Sequence[Cell] | None, settings: BuildSettings,
+                 record: _Record) -> list[tuple[Cell | None, list[Cell]]]:
+    """One build per group of cells that share a wheel, led by its first cell (for no cells:
+    one build for this interpreter); a cell whose framework this runner lacks is skipped."""
+    groups: dict[tuple[Any, ...], list[Cell]] = {}
+    frameworks = build_frameworks(project).names
+    for cell in cells or []:
+        mismatch = framework_mismatch(cell, frameworks, settings.native.python)
+        if mismatch:
+            record.cells.append({"id": cell.id, "status": "skipped", "wheels": [], "reason": mismatch})
+            get_logger().warning(f"{cell.id}: skipped, {mismatch}")
+            continue
+        groups.setdefault(native_build_key(cell), []).append(cell)
+    if cells is None:
+        return [(None, [])]
+    return [(g[0], g) for g in groups.values()]
+
+
+def _build_job(project: Path, out_dir: Path, lead: Cell | None, members: list[Cell], settings: BuildSettings,
+               env: Mapping[str, str], record: _Record) -> None:
+    """Build, repair and audit the wheel of one group of cells, recording each cell's row."""
+    log = get_logger()
+    ids: list[str | None] = [c.id for c in members] or [None]
+    options = settings.native
+    if lead is not None:
+        python = interpreter_for(lead.python, env)
+        if python is None:
+            for cid in ids:
+                record.cells.append({"id": cid, "status": "skipped", "wheels": [],
+                                     "reason": f"no usable Python {lead.python} (with `build`) on this runner"})
+            log.warning(f"{lead.id}: skipped, no usable Python {lead.python} (with `build`) on this runner")
+            return
+        options = replace(options, python=python)
+    try:
+        built = build_native(project, out_dir, cell=lead, options=replace(options, env=settings.env))
+        entries = [audit_built_wheel(item, env=env, out_dir=out_dir, backend="native") for item in built]
+    except XcompatError as exc:
+        record.first_error = record.first_error or exc
+        for cid in ids:
+            record.cells.append({"id": cid, "status": "failed", "wheels": [], "reason": exc.message})
+        record.errors.append({"cell_id": ids[0], "message": str(exc), "log_tail": list(exc.details)})
+        return
+    for cid in ids:
+        record.cells.append({"id": cid, "status": "passed", "wheels": [e["file"] for e in entries]})
+    for entry in entries:
+        record.wheels.append(entry)
+        for extra in ids[1:]:
+            record.wheels.append({**entry, "cell_id": extra})
+    if built:
+        log.info(f"built {', '.join(e['file'] for e in entries)} ({built[0].isolation.reason}; "
+                 f"{built[0].toolchain})")

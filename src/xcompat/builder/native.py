@@ -14,19 +14,36 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from xcompat.builder import defaults as D
+from xcompat.builder.requirements import (
+    BuildFrameworks,
+    Isolation,
+    IsolationChoice,
+    build_frameworks,
+    build_requirements,
+    check_project,
+    choose_isolation,
+    installed_version,
+    runner_frameworks,
+    setup_py_frameworks,
+)
 from xcompat.builder.tools import find_tool, run_tool, tool_env
-from xcompat.errors import InputError, ToolError, UnavailableError
+from xcompat.errors import InputError, ToolError
 from xcompat.log import get_logger
 from xcompat.model import Cell
 
-Isolation = Literal["auto", "on", "off"]
-
+# What a project builds against lives in xcompat.builder.requirements; its names stay importable here.
+__all__ = [
+    "BuildFrameworks", "BuiltWheel", "Isolation", "IsolationChoice", "NativeOptions", "build_frameworks",
+    "build_native", "build_requirements", "ccache_env", "cell_build_env", "check_project", "choose_isolation",
+    "device_backend", "installed_version", "repair_platform", "repair_wheel", "runner_frameworks",
+    "setup_py_frameworks", "tool_versions",
+]
 
 @dataclass(frozen=True, kw_only=True)
 class NativeOptions:
@@ -43,13 +60,6 @@ class NativeOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class IsolationChoice:
-    isolated: bool
-    reason: str
-    constraints: tuple[str, ...] = ()  # pins written to PIP_CONSTRAINT when isolated
-
-
-@dataclass(frozen=True, kw_only=True)
 class BuiltWheel:
     """One wheel after build and repair, before auditing."""
 
@@ -63,141 +73,6 @@ class BuiltWheel:
     isolation: IsolationChoice
     ccache: bool
     toolchain: str = ""  # what the device backend did to the build's environment
-
-
-# -- project --------------------------------------------------------------------------
-
-
-def check_project(project: Path) -> Path:
-    project = Path(project)
-    if not project.is_dir():
-        raise InputError("project folder not found", file=project, hint="pass the folder holding pyproject.toml")
-    if not (project / "pyproject.toml").is_file() and not (project / "setup.py").is_file():
-        raise InputError("not a Python project: no pyproject.toml or setup.py", file=project)
-    return project
-
-
-def build_requirements(project: Path) -> list[str]:
-    """``[build-system] requires`` of a project (setuptools' legacy default when absent)."""
-    pyproject = project / "pyproject.toml"
-    if not pyproject.is_file():
-        return ["setuptools>=40.8.0"]
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"invalid TOML: {exc}", file=pyproject) from None
-    requires = (data.get("build-system") or {}).get("requires", ["setuptools>=40.8.0"])
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise InputError("[build-system] requires must be a list of strings", file=pyproject)
-    return requires
-
-
-def runner_frameworks(requirements: Sequence[str], *, source: Path | None = None) -> tuple[str, ...]:
-    """The build requirements that are frameworks the runner provides (torch, jax, ...)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    names = set()
-    for text in requirements:
-        try:
-            names.add(canonicalize_name(Requirement(text).name))
-        except InvalidRequirement:
-            raise InputError(f"invalid build requirement {text!r}", file=source) from None
-    return tuple(sorted(names & D.RUNNER_FRAMEWORKS))
-
-
-def setup_py_frameworks(project: Path) -> tuple[str, ...]:
-    """The runner frameworks ``setup.py`` imports (``import torch``, ``from torch.utils...``),
-    read with ``ast``, never run. A setup.py that imports torch builds against an installed
-    torch whatever its build requirements say: its maintainers build it without isolation."""
-    import ast
-
-    path = project / "setup.py"
-    try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    modules: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules.add(node.module.split(".")[0])
-    return tuple(sorted({D.FRAMEWORK_MODULES[m] for m in modules if m in D.FRAMEWORK_MODULES}))
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildFrameworks:
-    """The runner frameworks a project builds against, and what says so."""
-
-    required: tuple[str, ...]  # named in [build-system] requires
-    imported: tuple[str, ...]  # imported by setup.py and not required
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(sorted({*self.required, *self.imported}))
-
-
-def build_frameworks(project: Path) -> BuildFrameworks:
-    required = runner_frameworks(build_requirements(project), source=project / "pyproject.toml")
-    imported = tuple(n for n in setup_py_frameworks(project) if n not in required)
-    return BuildFrameworks(required=required, imported=imported)
-
-
-def installed_version(python: str, name: str) -> str | None:
-    """Version of distribution ``name`` in the environment of interpreter ``python``."""
-    if Path(python).resolve() == Path(sys.executable).resolve():
-        from importlib import metadata
-
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-    code = (
-        "import importlib.metadata as m, sys\n"
-        "try: print(m.version(sys.argv[1]))\n"
-        "except m.PackageNotFoundError: pass\n"
-    )
-    run = run_tool([python, "-c", code, name], what=f"{python} (version of {name})", check=False)
-    return run.stdout.strip() or None
-
-
-def choose_isolation(project: Path, mode: Isolation, python: str) -> IsolationChoice:
-    """Decide whether ``python -m build`` runs isolated.
-
-    ``auto``: when the project builds against a framework the runner provides (torch, jax,
-    ...; named in its build requirements, or imported by its setup.py), build without
-    isolation against the installed one: an isolated build would download the newest
-    framework release, not the one under test, or (a setup.py importing torch with no
-    torch in its build requirements) fail without it. ``on`` with such a framework
-    installed pins it to the installed version through PIP_CONSTRAINT.
-    """
-    found = build_frameworks(project)
-    if mode == "off":
-        return IsolationChoice(isolated=False, reason="isolation switched off")
-    installed = {name: version for name in found.names if (version := installed_version(python, name)) is not None}
-    pins = tuple(f"{name}=={version}" for name, version in installed.items())
-    if mode == "on":
-        reason = "isolated" + (f"; {', '.join(pins)} pinned to the runner's version" if pins else "")
-        return IsolationChoice(isolated=True, reason=reason, constraints=pins)
-    missing = [n for n in found.required if n not in installed]
-    if missing:
-        raise UnavailableError(
-            f"build requires {', '.join(missing)}, which is not installed for {python}",
-            hint="install the framework version under test first, or pass --isolation on",
-        )
-    if installed:
-        imported = [n for n in found.imported if n in installed]
-        why = f" (setup.py imports {', '.join(imported)})" if imported else ""
-        return IsolationChoice(isolated=False,
-                               reason=f"not isolated: builds against the runner's {', '.join(pins)}{why}")
-    # A setup.py that imports a framework this runner lacks: maybe only to add an optional
-    # extension; an isolated build says what is missing.
-    return IsolationChoice(isolated=True, reason="isolated")
 
 
 # -- environment ------------------------------------------------------------------------
@@ -277,7 +152,6 @@ def build_native(
     build or repair fails; ``UnavailableError`` when a required tool is missing.
     """
     from xcompat.builder.sources import copy_sources
-    from xcompat.builder.toolchain import toolchain_for
 
     options = options or NativeOptions()
     project = check_project(project).resolve()
@@ -296,20 +170,8 @@ def build_native(
         # The build runs in a private copy: the checkout's build/ and egg-info are neither
         # read as build output nor written.
         source = copy_sources(project, Path(tmp) / "src" / project.name, exclude=[out_dir])
-        env = tool_env(options.env)
-        toolchain = toolchain_for(backend, env, Path(tmp) / "toolchain",
-                                  toolkit=cell.toolkit if cell is not None else None)
-        if toolchain is not None:
-            env = toolchain.env
-        env.update(cell_build_env(cell))
-        ccache = ccache_env(env, enabled=options.ccache)
-        if ccache:
-            # Each build has a fresh copy: paths relative to it, and no working directory in
-            # the hash, let ccache reuse objects across builds.
-            ccache.update({k: v for k, v in (("CCACHE_BASEDIR", str(source)), ("CCACHE_NOHASHDIR", "1"))
-                           if k not in env})
-        env.update(ccache)
-        summary = f"{backend_reason}; {toolchain.summary}" if toolchain is not None else backend_reason
+        env, ccache, toolchain_summary = _build_env(cell, options, backend, Path(tmp), source)
+        summary = f"{backend_reason}; {toolchain_summary}" if toolchain_summary is not None else backend_reason
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "a", encoding="utf-8") as fh:
             fh.write(f"# xcompat: sources of {project} copied to {source}\n# xcompat: {isolation.reason}\n"
@@ -318,16 +180,7 @@ def build_native(
         raw_dir = Path(tmp) / "raw"
         fixed_dir = Path(tmp) / "repaired"
         fixed_dir.mkdir()
-        argv = [options.python, "-m", "build", "--wheel", "--outdir", str(raw_dir)]
-        if not isolation.isolated:
-            argv.append("--no-isolation")
-        elif isolation.constraints:
-            constraints = Path(tmp) / "constraints.txt"
-            constraints.write_text("\n".join(isolation.constraints) + "\n", encoding="utf-8")
-            env["PIP_CONSTRAINT"] = str(constraints)
-            env["UV_CONSTRAINT"] = str(constraints)
-        argv += [f"--config-setting={setting}" for setting in options.config_settings]
-        argv.append(str(source))
+        argv = _build_argv(options, isolation, raw_dir, source, Path(tmp), env)
         start = time.monotonic()
         with log.group(f"build {label}"):
             run_tool(argv, what="python -m build", cell_id=cell.id if cell else None, cwd=source, env=env,
@@ -347,9 +200,47 @@ def build_native(
                 results.append(BuiltWheel(
                     path=final, cell_id=cell.id if cell else None, build_seconds=build_seconds / len(raw_wheels),
                     repair_seconds=repair_seconds, repair_tool=tool, excluded=excluded, log=log_path,
-                    isolation=isolation, ccache=bool(ccache), toolchain=summary,
+                    isolation=isolation, ccache=ccache, toolchain=summary,
                 ))
     return results
+
+
+def _build_env(cell: Cell | None, options: NativeOptions, backend: str | None, tmp: Path,
+               source: Path) -> tuple[dict[str, str], bool, str | None]:
+    """(the build's environment, whether ccache is on, what the toolchain did or None): the
+    device backend's toolchain, the cell's GPU arch lists and ccache."""
+    from xcompat.builder.toolchain import toolchain_for
+
+    env = tool_env(options.env)
+    toolchain = toolchain_for(backend, env, tmp / "toolchain", toolkit=cell.toolkit if cell is not None else None)
+    if toolchain is not None:
+        env = toolchain.env
+    env.update(cell_build_env(cell))
+    ccache = ccache_env(env, enabled=options.ccache)
+    if ccache:
+        # Each build has a fresh copy: paths relative to it, and no working directory in
+        # the hash, let ccache reuse objects across builds.
+        ccache.update({k: v for k, v in (("CCACHE_BASEDIR", str(source)), ("CCACHE_NOHASHDIR", "1"))
+                       if k not in env})
+    env.update(ccache)
+    return env, bool(ccache), toolchain.summary if toolchain is not None else None
+
+
+def _build_argv(options: NativeOptions, isolation: IsolationChoice, raw_dir: Path, source: Path, tmp: Path,
+                env: dict[str, str]) -> list[str]:
+    """``python -m build``'s command line; an isolated build with pins gets them as pip's and
+    uv's constraints in ``env``."""
+    argv = [options.python, "-m", "build", "--wheel", "--outdir", str(raw_dir)]
+    if not isolation.isolated:
+        argv.append("--no-isolation")
+    elif isolation.constraints:
+        constraints = tmp / "constraints.txt"
+        constraints.write_text("\n".join(isolation.constraints) + "\n", encoding="utf-8")
+        env["PIP_CONSTRAINT"] = str(constraints)
+        env["UV_CONSTRAINT"] = str(constraints)
+    argv += [f"--config-setting={setting}" for setting in options.config_settings]
+    argv.append(str(source))
+    return argv
 
 
 def repair_wheel(
