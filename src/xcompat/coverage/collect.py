@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,57 +30,90 @@ class CollectOptions:
     include_cython_generated: bool = False
 
 
+@dataclass
+class _Collected:
+    """What the inputs of one cell gave so far."""
+
+    lines: dict[str, tuple[str, dict[int, int]]] = field(default_factory=dict)  # repo path -> (origin, hits)
+    unmapped: list[Unmapped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[InputProblem] = field(default_factory=list)
+    tools: dict[str, str] = field(default_factory=dict)
+
+
 def collect(options: CollectOptions) -> CellCoverage:
     """Read every input of one cell; unreadable inputs are recorded, not fatal."""
-    from xcompat.coverage import native, python_data
-
     if not options.python_data and not options.gcov_roots:
         raise UsageError("nothing to collect: give --python-data and/or --gcov-root")
     root = options.source_root.resolve()
     if not root.is_dir():
         raise UsageError(f"--source-root {options.source_root} is not a folder")
     mapper = PathMapper(root, options.maps)
-    acc: dict[str, tuple[str, dict[int, int]]] = {}  # repo path -> (origin, line -> hits)
-    unmapped: list[Unmapped] = []
-    warnings: list[str] = []
-    errors: list[InputProblem] = []
-    tools: dict[str, str] = {}
-
-    def remember_unmapped(recorded: str, origin: str, reason: str) -> None:
-        unmapped.append(Unmapped(recorded, origin, reason))
-
+    into = _Collected()
     if options.python_data:
-        tools["coverage.py"] = python_data.coverage_version()
-        if options.coverage_config is None:
-            config: str | bool = python_data.find_config(root)
-        else:
-            config = options.coverage_config or False
+        _collect_python(options, root, mapper, into)
+    _collect_native(options, root, mapper, into)
 
-        def locate(recorded: str) -> str | None:
-            if os.path.isfile(recorded):
-                return recorded
-            m = mapper.map(recorded)
-            return str(root / m.repo_path) if m.repo_path else None
+    files = []
+    for path in sorted(into.lines):
+        origin, counts = into.lines[path]
+        lines = sorted(counts)
+        files.append(
+            FileLines(path, language_of(path), origin, tuple(lines), tuple(counts[n] for n in lines))
+        )
+    unmapped = sorted(into.unmapped, key=lambda u: u.recorded)
+    return CellCoverage(
+        cell_id=options.cell_id,
+        source_root=str(root),
+        files=tuple(files),
+        tools=tuple(sorted(into.tools.items())),
+        unmapped=tuple(unmapped[:UNMAPPED_LISTED]),
+        unmapped_total=len(unmapped),
+        warnings=tuple(into.warnings),
+        errors=tuple(into.errors),
+    )
 
-        for data_file in _expand_data_files(options.python_data):
-            try:
-                for measured in python_data.read_python_data(
-                    data_file, config=config, locate=locate, warn=warnings.append
-                ):
-                    m = mapper.map(measured.recorded)
-                    if m.repo_path is None:
-                        remember_unmapped(measured.recorded, "coverage.py", m.reason)
-                        continue
-                    origin, counts = acc.setdefault(m.repo_path, ("coverage.py", {}))
-                    executed = measured.executed
-                    for n in measured.statements:
-                        # 0/1 per cell, also over several parallel-mode data files
-                        counts[n] = 1 if n in executed or counts.get(n) else 0
-            except InputError as exc:
-                errors.append(InputProblem(str(data_file), options.cell_id, exc.message))
+
+def _collect_python(options: CollectOptions, root: Path, mapper: PathMapper, into: _Collected) -> None:
+    """coverage.py's data files: each statement executed or not (0/1 per cell)."""
+    from xcompat.coverage import python_data
+
+    into.tools["coverage.py"] = python_data.coverage_version()
+    if options.coverage_config is None:
+        config: str | bool = python_data.find_config(root)
+    else:
+        config = options.coverage_config or False
+
+    def locate(recorded: str) -> str | None:
+        if os.path.isfile(recorded):
+            return recorded
+        m = mapper.map(recorded)
+        return str(root / m.repo_path) if m.repo_path else None
+
+    for data_file in _expand_data_files(options.python_data):
+        try:
+            for measured in python_data.read_python_data(
+                data_file, config=config, locate=locate, warn=into.warnings.append
+            ):
+                m = mapper.map(measured.recorded)
+                if m.repo_path is None:
+                    into.unmapped.append(Unmapped(measured.recorded, "coverage.py", m.reason))
+                    continue
+                _origin, counts = into.lines.setdefault(m.repo_path, ("coverage.py", {}))
+                executed = measured.executed
+                for n in measured.statements:
+                    # 0/1 per cell, also over several parallel-mode data files
+                    counts[n] = 1 if n in executed or counts.get(n) else 0
+        except InputError as exc:
+            into.errors.append(InputProblem(str(data_file), options.cell_id, exc.message))
+
+
+def _collect_native(options: CollectOptions, root: Path, mapper: PathMapper, into: _Collected) -> None:
+    """gcovr's report of each build folder: hit counts, summed."""
+    from xcompat.coverage import native
 
     for build_dir in options.gcov_roots:
-        tools["gcovr"] = native.gcovr_version()
+        into.tools["gcovr"] = native.gcovr_version()
         try:
             build = build_dir.resolve()
             gcovr_root = native.gcovr_root(build, root)
@@ -88,36 +121,17 @@ def collect(options: CollectOptions) -> CellCoverage:
             for native_file in native.native_files(document, source=str(build_dir)):
                 m = mapper.map(native_file.recorded, base=gcovr_root)
                 if m.repo_path is None:
-                    remember_unmapped(native_file.recorded, "gcovr", m.reason)
+                    into.unmapped.append(Unmapped(native_file.recorded, "gcovr", m.reason))
                     continue
                 if not native_file.lines:
                     continue  # no executable lines (declarations only)
                 if not options.include_cython_generated and _cython_generated(root / m.repo_path):
                     continue
-                origin, counts = acc.setdefault(m.repo_path, ("gcovr", {}))
+                _origin, counts = into.lines.setdefault(m.repo_path, ("gcovr", {}))
                 for n, c in native_file.lines.items():
                     counts[n] = counts.get(n, 0) + c
         except InputError as exc:
-            errors.append(InputProblem(exc.file or str(build_dir), options.cell_id, exc.message))
-
-    files = []
-    for path in sorted(acc):
-        origin, counts = acc[path]
-        lines = sorted(counts)
-        files.append(
-            FileLines(path, language_of(path), origin, tuple(lines), tuple(counts[n] for n in lines))
-        )
-    unmapped.sort(key=lambda u: u.recorded)
-    return CellCoverage(
-        cell_id=options.cell_id,
-        source_root=str(root),
-        files=tuple(files),
-        tools=tuple(sorted(tools.items())),
-        unmapped=tuple(unmapped[:UNMAPPED_LISTED]),
-        unmapped_total=len(unmapped),
-        warnings=tuple(warnings),
-        errors=tuple(errors),
-    )
+            into.errors.append(InputProblem(exc.file or str(build_dir), options.cell_id, exc.message))
 
 
 def _expand_data_files(paths: tuple[Path, ...]) -> list[Path]:

@@ -45,32 +45,8 @@ def merge_coverage(options: MergeOptions, *, changed: dict[str, tuple[int, ...]]
     files = [file_record(result.files[p]) for p in sorted(result.files)]
     valid, covered = result.valid, result.covered
     overall = percent(covered, valid)
-    diff_doc = None
-    diff_pct = None
-    if changed is not None:
-        dfiles = diff_coverage(result, changed)
-        dvalid = sum(d.valid for d in dfiles)
-        dcovered = sum(d.covered for d in dfiles)
-        diff_pct = percent(dcovered, dvalid)
-        diff_doc = {
-            "base_ref": options.base_ref or "",
-            "lines_valid": dvalid,
-            "lines_covered": dcovered,
-            "percent": diff_pct,
-            "files": [
-                {
-                    "path": d.path,
-                    "language": d.language,
-                    "measured": d.measured,
-                    "changed_lines": d.changed,
-                    "lines_valid": d.valid,
-                    "lines_covered": d.covered,
-                    "percent": percent(d.covered, d.valid),
-                    "uncovered_ranges": d.uncovered_ranges,
-                }
-                for d in dfiles
-            ],
-        }
+    diff_doc = _diff_document(result, changed, options.base_ref) if changed is not None else None
+    diff_pct = diff_doc["percent"] if diff_doc is not None else None
     checks = evaluate(options.thresholds, overall, diff_pct, diff_known=changed is not None)
     failed = [c for c in checks if not c.passed]
     status = "failed" if failed or (options.strict and result.errors) else "passed"
@@ -103,18 +79,7 @@ def merge_coverage(options: MergeOptions, *, changed: dict[str, tuple[int, ...]]
         "summary": "; ".join(pieces),
         "totals": {"files": len(files), "lines_valid": valid, "lines_covered": covered, "percent": overall},
         "languages": language_totals(result),
-        "cells": [
-            {
-                "cell_id": c.cell_id,
-                "source": c.source,
-                "status": c.status,
-                "files": c.files,
-                "lines_valid": c.valid,
-                "lines_covered": c.covered,
-                "percent": percent(c.covered, c.valid),
-            }
-            for c in result.cells
-        ],
+        "cells": _cell_rows(result),
         "thresholds": {
             "overall": options.thresholds.overall,
             "diff": options.thresholds.diff,
@@ -137,6 +102,47 @@ def merge_coverage(options: MergeOptions, *, changed: dict[str, tuple[int, ...]]
     }
     markdown = render_markdown(document, max_file_rows=options.max_file_rows)
     return MergedReport(document, cob.xml, markdown, result)
+
+
+def _diff_document(result: MergeResult, changed: dict[str, tuple[int, ...]], base_ref: str | None) -> dict[str, Any]:
+    """The report's ``diff``: the coverage of the lines the change touches, per file."""
+    dfiles = diff_coverage(result, changed)
+    dvalid = sum(d.valid for d in dfiles)
+    dcovered = sum(d.covered for d in dfiles)
+    return {
+        "base_ref": base_ref or "",
+        "lines_valid": dvalid,
+        "lines_covered": dcovered,
+        "percent": percent(dcovered, dvalid),
+        "files": [
+            {
+                "path": d.path,
+                "language": d.language,
+                "measured": d.measured,
+                "changed_lines": d.changed,
+                "lines_valid": d.valid,
+                "lines_covered": d.covered,
+                "percent": percent(d.covered, d.valid),
+                "uncovered_ranges": d.uncovered_ranges,
+            }
+            for d in dfiles
+        ],
+    }
+
+
+def _cell_rows(result: MergeResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "cell_id": c.cell_id,
+            "source": c.source,
+            "status": c.status,
+            "files": c.files,
+            "lines_valid": c.valid,
+            "lines_covered": c.covered,
+            "percent": percent(c.covered, c.valid),
+        }
+        for c in result.cells
+    ]
 
 
 def cell_sources(paths: Sequence[Path]) -> tuple[Path, ...]:
