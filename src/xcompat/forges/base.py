@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from xcompat.forges.comment_mode import CommentMode
-    from xcompat.report.model import Report, StageResult
+    from xcompat.report.model import Report
+    from xcompat.results.stage_result import StageResult
 
 
 @dataclass(frozen=True, kw_only=True)

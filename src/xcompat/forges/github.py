@@ -92,7 +92,7 @@ class GitHubContext:
                 if isinstance(pr, dict) and isinstance(pr.get("number"), int) and self._is_this_repository(
                     (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), dict) else None
                 ):
-                    return pr["number"]
+                    return int(pr["number"])
         return None
 
     def _is_this_repository(self, repo: Any) -> bool:

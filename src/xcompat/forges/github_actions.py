@@ -20,7 +20,7 @@ class GitHubForge:
     name = "github"
     title = "GitHub"
     flag_help = "deliver on GitHub: job summary, check run, sticky PR comment"
-    channels = (
+    channels: tuple[str, ...] = (
         "job_summary",
         "check_run_summary",
         "check_run_text",

@@ -30,8 +30,9 @@ from xcompat.forges.http import ForgeError, ForgeHTTP, PermissionDenied, RetryPo
 from xcompat.jsonio import atomic_write_bytes, atomic_write_text, dump_json, validate
 from xcompat.limits import LIMITS, read_bounded
 from xcompat.log import get_logger
-from xcompat.report.model import Report, StageResult
+from xcompat.report.model import Report
 from xcompat.report.render import marker, render
+from xcompat.results.stage_result import StageResult
 
 JOB_TOKEN_ONLY = (
     "only CI_JOB_TOKEN is available, and GitLab does not let the job token create or edit merge request "

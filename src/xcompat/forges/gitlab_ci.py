@@ -20,7 +20,7 @@ class GitLabForge:
     name = "gitlab"
     title = "GitLab"
     flag_help = "deliver on GitLab: MR note and JUnit / Code Quality artifacts"
-    channels = ("junit", "codequality", "cobertura", "gitlab_note")
+    channels: tuple[str, ...] = ("junit", "codequality", "cobertura", "gitlab_note")
 
     def detect(self, env: Mapping[str, str]) -> bool:
         return env.get("GITLAB_CI") == "true"

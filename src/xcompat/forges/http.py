@@ -159,7 +159,7 @@ class ForgeHTTP:
                 pass
         body = response.text[:2000].lower() if response.content else ""
         if response.status_code == 429 or "rate limit" in body:
-            return self.policy.rate_limit_floor_s * (2**repeats)
+            return self.policy.rate_limit_floor_s * (2.0**repeats)
         return None
 
     # -- requests -------------------------------------------------------------------------
@@ -245,7 +245,7 @@ class ForgeHTTP:
         response._content = bytes(data)  # the body, read once; .json() and .text use it
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.policy.backoff_max_s, self.policy.backoff_base_s * 2 ** (attempt - 1))
+        return min(self.policy.backoff_max_s, self.policy.backoff_base_s * 2.0 ** (attempt - 1))
 
     @staticmethod
     def _message(response: requests.Response) -> str:

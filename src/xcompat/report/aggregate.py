@@ -23,11 +23,11 @@ from xcompat.report.model import (
     Failure,
     FileCoverage,
     Report,
-    StageResult,
     StageStatus,
 )
 from xcompat.results import kinds as K
 from xcompat.results.envelope import parse_envelope
+from xcompat.results.stage_result import StageResult
 from xcompat.results.stages import STAGES
 from xcompat.results.status import bump_rank, severity, worst_bump
 from xcompat.results.verdict import CellVerdict, judge
@@ -406,7 +406,7 @@ def _not_run_here(plan: Mapping[str, Any] | None) -> tuple[ElsewhereCell, ...]:
 def _failure_name(result: StageResult) -> str:
     """A run-level result's name: for ``xcompat run``'s own stages, the stage (from the fixed set the
     report has a "To fix" for; a result's own words are never a name), else its kind."""
-    from xcompat.report.triage import PIPELINE_STAGE_FIX
+    from xcompat.report.triage.stages import PIPELINE_STAGE_FIX
 
     stage = result.data.get("stage") if result.kind == "pipeline" else None
     return stage if isinstance(stage, str) and stage in PIPELINE_STAGE_FIX else result.kind

@@ -20,8 +20,9 @@ from typing import Any
 
 from xcompat.neutralise import FIELD_CHARS, MESSAGE_CHARS, cap
 from xcompat.report.aggregate import _case_tail, _location
-from xcompat.report.model import Report, StageResult
+from xcompat.report.model import Report
 from xcompat.results import kinds as K
+from xcompat.results.stage_result import StageResult
 
 # ABI bump -> GitLab Code Quality severity (info, minor, major, critical, blocker).
 CODEQUALITY_SEVERITY = {"major": "critical", "minor": "minor", "patch": "info", "none": "info"}

@@ -309,9 +309,9 @@ def _all_cells(report: Report) -> list[str]:
         out.append(f"<h3>Not run here ({len(report.not_run_here)})</h3><p class=\"note\">This machine cannot run "
                    "these cells of the matrix; CI runs each on its own runner.</p>")
         out.append("<table><tr><th>Cell</th><th>Required</th><th>Why</th></tr>")
-        for c in report.not_run_here:
-            out.append(f"<tr><td><code>{escape(c.id)}</code></td><td>{'yes' if c.required else 'no'}</td>"
-                       f"<td>{escape(c.why)}</td></tr>")
+        for elsewhere in report.not_run_here:
+            out.append(f"<tr><td><code>{escape(elsewhere.id)}</code></td><td>{'yes' if elsewhere.required else 'no'}</td>"
+                       f"<td>{escape(elsewhere.why)}</td></tr>")
         out.append("</table>")
     return out
 

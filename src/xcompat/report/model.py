@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from xcompat.results.envelope import StageResult
+from xcompat.results.stage_result import StageResult
 from xcompat.results.status import BUMP_ORDER as _BUMPS
 from xcompat.results.status import Bump, CellStatus
 
