@@ -111,6 +111,20 @@ class FastChecker:
         unknown = set(schema) - SUPPORTED
         if unknown:
             raise Unsupported(", ".join(sorted(unknown)))
+        if not self._valid_any(value, schema):
+            return False
+        if isinstance(value, str):
+            return _valid_string(value, schema)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _valid_number(value, schema)
+        if isinstance(value, list):
+            return self._valid_list(value, schema)
+        if isinstance(value, dict):
+            return self._valid_object(value, schema)
+        return True
+
+    def _valid_any(self, value: Any, schema: Any) -> bool:
+        """The keywords that apply to a value of any type."""
         if "$ref" in schema and not self.valid(value, self._resolve(schema["$ref"])):
             return False
         if "type" in schema:
@@ -123,48 +137,50 @@ class FastChecker:
             return False
         if "allOf" in schema and not all(self.valid(value, s) for s in schema["allOf"]):
             return False
-        if "oneOf" in schema and sum(1 for s in schema["oneOf"] if self.valid(value, s)) != 1:
+        return not ("oneOf" in schema and sum(1 for s in schema["oneOf"] if self.valid(value, s)) != 1)
+
+    def _valid_list(self, value: list[Any], schema: Any) -> bool:
+        if "minItems" in schema and len(value) < schema["minItems"]:
             return False
-        if isinstance(value, str):
-            if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-                return False
-            if "minLength" in schema and len(value) < schema["minLength"]:
-                return False
-            if schema.get("format") == "date":
-                try:
-                    _dt.date.fromisoformat(value)
-                except ValueError:
+        if schema.get("uniqueItems"):
+            for i, a in enumerate(value):
+                if any(_equal(a, b) for b in value[i + 1 :]):
                     return False
-                if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return not ("items" in schema and not all(self.valid(v, schema["items"]) for v in value))
+
+    def _valid_object(self, value: dict[str, Any], schema: Any) -> bool:
+        if "minProperties" in schema and len(value) < schema["minProperties"]:
+            return False
+        if any(k not in value for k in schema.get("required", ())):
+            return False
+        props = schema.get("properties", {})
+        for k, v in value.items():
+            if k in props:
+                if not self.valid(v, props[k]):
                     return False
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if "minimum" in schema and value < schema["minimum"]:
+            elif "additionalProperties" in schema and not self.valid(v, schema["additionalProperties"]):
                 return False
-            if "maximum" in schema and value > schema["maximum"]:
-                return False
-            if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-                return False
-        if isinstance(value, list):
-            if "minItems" in schema and len(value) < schema["minItems"]:
-                return False
-            if schema.get("uniqueItems"):
-                for i, a in enumerate(value):
-                    if any(_equal(a, b) for b in value[i + 1 :]):
-                        return False
-            if "items" in schema and not all(self.valid(v, schema["items"]) for v in value):
-                return False
-        if isinstance(value, dict):
-            if "minProperties" in schema and len(value) < schema["minProperties"]:
-                return False
-            if any(k not in value for k in schema.get("required", ())):
-                return False
-            props = schema.get("properties", {})
-            for k, v in value.items():
-                if k in props:
-                    if not self.valid(v, props[k]):
-                        return False
-                elif "additionalProperties" in schema and not self.valid(v, schema["additionalProperties"]):
-                    return False
-            if "propertyNames" in schema and not all(self.valid(k, schema["propertyNames"]) for k in value):
-                return False
-        return True
+        return not ("propertyNames" in schema and not all(self.valid(k, schema["propertyNames"]) for k in value))
+
+
+def _valid_string(value: str, schema: Any) -> bool:
+    if "pattern" in schema and not _regex(schema["pattern"]).search(value):
+        return False
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        return False
+    if schema.get("format") == "date":
+        try:
+            _dt.date.fromisoformat(value)
+        except ValueError:
+            return False
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return False
+    return True
+
+
+def _valid_number(value: float, schema: Any) -> bool:
+    if "minimum" in schema and value < schema["minimum"]:
+        return False
+    if "maximum" in schema and value > schema["maximum"]:
+        return False
+    return not ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])

@@ -175,84 +175,108 @@ def load_results(paths: Iterable[str | Path], *, plan_path: str | Path | None = 
 
     ``relative_to``: files found under that folder are named relative to it (a run names its
     results inside its output folder, whose staging name is gone once the run is in place)."""
-
-    def name(file: Path) -> str:
-        if relative_to is not None:
-            try:
-                return str(file.relative_to(relative_to))
-            except ValueError:
-                pass
-        return str(file)
-
-    results: list[StageResult] = []
-    skipped: list[str] = []
-    plan = load_plan(plan_path) if plan_path is not None else None
-    plan_source = str(plan_path) if plan_path is not None else None
-    settings: dict[str, Any] | None = None
-    settings_source: str | None = None
-    seen: set[Path] = set()
-    files_read = bytes_read = 0
+    loader = _Loader(relative_to)
     if plan_path is not None:
-        seen.add(Path(plan_path).resolve())
+        loader.plan = load_plan(plan_path)
+        loader.plan_source = str(plan_path)
+        loader.seen.add(Path(plan_path).resolve())
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             for file in json_files(path):
-                resolved = file.resolve()
-                if resolved in seen:
-                    continue
-                seen.add(resolved)
-                try:
-                    size = file.stat().st_size
-                except OSError as exc:  # a dangling or looping symlink in a downloaded bundle
-                    results.append(refused_result(name(file), InputError(f"cannot read ({exc.strerror})", file=file)))
-                    continue
-                if size > MAX_RESULT_BYTES:
-                    skipped.append(name(file))
-                    continue
-                files_read += 1
-                bytes_read += size
-                if files_read > LIMITS.result_files or bytes_read > LIMITS.result_total_bytes:
-                    raise InputError(
-                        f"more than {LIMITS.result_files} result files or {LIMITS.result_total_bytes // MiB} MiB "
-                        "of results under this folder",
-                        file=path, hint="pass the folder of one run's results (limits: docs/trust-boundary.md)")
-                try:
-                    document = _read(file)
-                except InputError as err:  # unreadable, not JSON, truncated, too deep
-                    results.append(refused_result(name(file), err))
-                    continue
-                if is_plan(document):
-                    if plan is None:
-                        plan, plan_source = check_plan(document, name(file)), name(file)
-                    else:
-                        skipped.append(name(file))
-                elif is_settings(document):
-                    if settings is None:
-                        settings, settings_source = document, name(file)
-                elif looks_like_result(document):
-                    try:
-                        results.append(parse_envelope(document, name(file)))
-                    except InputError as err:
-                        results.append(refused_result(name(file), err, document))
-                elif not is_own_output(document):
-                    skipped.append(name(file))
+                loader.found_file(path, file)
         elif path.is_file():
-            resolved = path.resolve()
-            if resolved in seen:
-                continue
-            seen.add(resolved)
-            try:
-                document = _read(path)
-            except InputError as err:
-                raise _explicit(err) from None
-            if is_plan(document) and plan is None:
-                plan, plan_source = check_plan(document, str(path)), str(path)
-            elif is_settings(document) and settings is None:
-                settings, settings_source = document, str(path)
-            else:
-                results.append(parse_envelope(document, str(path)))  # its errors say what to do
+            loader.named_file(path)
         else:
             raise InputError("no such file or folder", file=path, hint="pass result files or the folder holding them")
-    return LoadedResults(results=tuple(results), skipped_files=tuple(skipped), plan=plan, plan_source=plan_source,
-                         settings=settings, settings_source=settings_source)
+    return LoadedResults(results=tuple(loader.results), skipped_files=tuple(loader.skipped), plan=loader.plan,
+                         plan_source=loader.plan_source, settings=loader.settings,
+                         settings_source=loader.settings_source)
+
+
+class _Loader:
+    """The documents read so far: a file found in a folder is refused or skipped with the
+    reason, one named on the command line is an error when it does not read."""
+
+    def __init__(self, relative_to: Path | None) -> None:
+        self.relative_to = relative_to
+        self.results: list[StageResult] = []
+        self.skipped: list[str] = []
+        self.plan: dict[str, Any] | None = None
+        self.plan_source: str | None = None
+        self.settings: dict[str, Any] | None = None
+        self.settings_source: str | None = None
+        self.seen: set[Path] = set()
+        self.files_read = 0
+        self.bytes_read = 0
+
+    def name(self, file: Path) -> str:
+        if self.relative_to is not None:
+            try:
+                return str(file.relative_to(self.relative_to))
+            except ValueError:
+                pass
+        return str(file)
+
+    def _first_time(self, file: Path) -> bool:
+        resolved = file.resolve()
+        if resolved in self.seen:
+            return False
+        self.seen.add(resolved)
+        return True
+
+    def found_file(self, folder: Path, file: Path) -> None:
+        """A ``.json`` file under ``folder``: a result, the plan, the settings, or skipped."""
+        if not self._first_time(file):
+            return
+        name = self.name(file)
+        try:
+            size = file.stat().st_size
+        except OSError as exc:  # a dangling or looping symlink in a downloaded bundle
+            self.results.append(refused_result(name, InputError(f"cannot read ({exc.strerror})", file=file)))
+            return
+        if size > MAX_RESULT_BYTES:
+            self.skipped.append(name)
+            return
+        self.files_read += 1
+        self.bytes_read += size
+        if self.files_read > LIMITS.result_files or self.bytes_read > LIMITS.result_total_bytes:
+            raise InputError(
+                f"more than {LIMITS.result_files} result files or {LIMITS.result_total_bytes // MiB} MiB "
+                "of results under this folder",
+                file=folder, hint="pass the folder of one run's results (limits: docs/trust-boundary.md)")
+        try:
+            document = _read(file)
+        except InputError as err:  # unreadable, not JSON, truncated, too deep
+            self.results.append(refused_result(name, err))
+            return
+        if is_plan(document):
+            if self.plan is None:
+                self.plan, self.plan_source = check_plan(document, name), name
+            else:
+                self.skipped.append(name)
+        elif is_settings(document):
+            if self.settings is None:
+                self.settings, self.settings_source = document, name
+        elif looks_like_result(document):
+            try:
+                self.results.append(parse_envelope(document, name))
+            except InputError as err:
+                self.results.append(refused_result(name, err, document))
+        elif not is_own_output(document):
+            self.skipped.append(name)
+
+    def named_file(self, path: Path) -> None:
+        """A file named on the command line: the plan, the settings, or a result that must read."""
+        if not self._first_time(path):
+            return
+        try:
+            document = _read(path)
+        except InputError as err:
+            raise _explicit(err) from None
+        if is_plan(document) and self.plan is None:
+            self.plan, self.plan_source = check_plan(document, str(path)), str(path)
+        elif is_settings(document) and self.settings is None:
+            self.settings, self.settings_source = document, str(path)
+        else:
+            self.results.append(parse_envelope(document, str(path)))  # its errors say what to do
