@@ -52,7 +52,7 @@ def test_the_public_spellings_follow_from_the_names():
     assert got == SPELLINGS
 
 
-def test_the_generated_schema_and_docs_table_are_current():
+def test_the_generated_schemas_and_docs_table_are_current():
     """After a change to table.json: python -m xcompat.settings.render --write."""
     for path, text in render.generated_files(ROOT).items():
         assert path.read_text(encoding="utf-8") == text, f"{path} is stale: python -m xcompat.settings.render --write"
