@@ -13,7 +13,8 @@ from __future__ import annotations
 from xcompat.neutralise import html_text as escape
 from xcompat.report import display
 from xcompat.report.display import pct
-from xcompat.report.markdown import other_warnings, shown_failures
+from xcompat.report.markdown.failures import shown_failures
+from xcompat.report.markdown.other import other_warnings
 from xcompat.report.model import STATUS_SYMBOL, CellReport, Report
 from xcompat.report.tails import user_frames_first
 from xcompat.report.triage import Problem, Rich, optional_missing_line, triage

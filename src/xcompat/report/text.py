@@ -90,7 +90,7 @@ def text_sections(report: Report) -> list[Section]:
                 ["cell", "required", "why"],
                 [[c.id, "yes" if c.required else "no", _one_line(c.why)[:120]] for c in report.not_run_here])
         out.append(Section(key="cells", priority=5, renditions=(cells_text, "")))
-    from xcompat.report.markdown import shown_failures
+    from xcompat.report.markdown.failures import shown_failures
 
     failures = shown_failures(report)
     if failures:

@@ -48,7 +48,7 @@ def test_markdown_grid_shows_every_status_distinctly(mixed):
     grid = text.split("### Matrix", 1)[1].split("###", 1)[0]
     for word in ("✅ passed", "❌ failed", "💥 crashed", "⛔ missing", "⚠️ fallback"):
         assert word in grid  # the legend
-    rows = {line.split("|")[1].strip(): line for line in grid.splitlines() if line.startswith("| linux") or line.startswith("| macos")}
+    rows = {line.split("|")[1].strip(): line for line in grid.splitlines() if line.startswith(("| linux", "| macos"))}
     assert "tests ✅ 1/1" in rows["linux x86\\_64 cpu"]
     assert "tests ❌ 1/2" in rows["linux x86\\_64 cuda12.8"]
     assert "tests 💥 0/1" in rows["linux aarch64 cpu"] and "💥 tests" not in rows["linux aarch64 cpu"]  # one symbol, not two
@@ -71,9 +71,9 @@ def test_untrusted_text_cannot_break_markdown_or_mention_people():
 
 
 def test_table_cells_escape_pipes():
-    from xcompat.report.markdown import _table, code, inline
+    from xcompat.report.markdown.blocks import code, inline, md_table
 
-    row = _table(["a", "b"], [[code("x|y`z"), inline("p|q")]]).splitlines()[2]
+    row = md_table(["a", "b"], [[code("x|y`z"), inline("p|q")]]).splitlines()[2]
     assert len(re.findall(r"(?<!\\)\|", row)) == 3
 
 
