@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import xcompat
-from xcompat.emulation.arches import Arch, arch
+from xcompat.emulation.arches import Arch, arch, host_arch
 from xcompat.emulation.binfmt import Emulator, emulator
 from xcompat.emulation.chroot import Bind, RootRun, command, prepare, run_in_root
 from xcompat.emulation.roots import DEFAULT_SUITE, RootSpec, ensure_root, root_python
@@ -117,3 +117,16 @@ def timed(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
     start = time.perf_counter()
     value = func(*args, **kwargs)
     return value, time.perf_counter() - start
+
+
+def host_floor_command(argv: Sequence[str], floor: str) -> list[str]:
+    """``argv`` run on this machine's own architecture under QEMU with the CPU model of
+    ``floor`` (x86-64-v2 -> Nehalem): what the tests reach above the floor dies with SIGILL.
+    Processes the command forks stay under QEMU; a program it execs runs natively."""
+    row = arch(host_arch())
+    model = row.cpu_model(floor)
+    qemu = shutil.which(f"qemu-{row.qemu}-static") or shutil.which(f"qemu-{row.qemu}")
+    if qemu is None:
+        raise ToolError(f"a run at the {floor} floor needs qemu-{row.qemu}-static",
+                        hint="install qemu-user-static (Debian/Ubuntu)")
+    return [qemu, "-cpu", model, *argv]

@@ -103,3 +103,19 @@ def test_scan_reads_aarch64_sve_code_without_emulation(tmp_path: Path) -> None:
     assert _xcompat("abi", "isa", str(library), "--floor", "armv8.2-a+sve").returncode == 0
     wrong = _xcompat("abi", "isa", str(library), "--floor", "x86-64-v2")
     assert wrong.returncode == 2 and "unknown ISA level 'x86-64-v2' for aarch64" in wrong.stderr
+
+
+def test_test_runner_at_the_x86_floor_names_the_crashing_test(x86_site: Path, tmp_path: Path) -> None:
+    need_tool("qemu-x86_64-static", "qemu-user-static")
+    from xcompat.emulation.lane import host_floor_command
+
+    result = tmp_path / "t.json"
+    argv = host_floor_command([sys.executable, "-m", "xcompat", "test", "tests", "--isolate", "test",
+                               "--json", str(result)], "x86-64-v2")
+    done = subprocess.run(argv, cwd=FIXTURES / "isa_ext", capture_output=True, text=True,
+                          env={"PYTHONPATH": str(x86_site), "PYTHONSAFEPATH": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    outcomes = {t["nodeid"]: (t["outcome"], t["message"]) for t in json.loads(result.read_text())["tests"]}
+    assert outcomes["tests/test_isa.py::test_dispatched_lanes"][0] == "passed"
+    assert outcomes["tests/test_isa.py::test_unguarded_lanes"][0] == "crashed"
+    assert "SIGILL" in outcomes["tests/test_isa.py::test_unguarded_lanes"][1]
