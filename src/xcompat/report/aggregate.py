@@ -8,12 +8,12 @@ kernel cases, ABI findings and coverage, each read by the field names its schema
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from xcompat.report.channels import load_limits
+from xcompat.report.case_text import case_location, case_tail, log_tail, result_tail
+from xcompat.report.cell_fields import cell_fields, cell_from_id
 from xcompat.report.model import (
     AbiFinding,
     AbiSection,
@@ -33,109 +33,11 @@ from xcompat.results.status import bump_rank, severity, worst_bump
 from xcompat.results.verdict import CellVerdict, judge
 from xcompat.settings import ProjectFacts, Settings
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def log_tail(text: str, *, lines: int | None = None, chars: int | None = None) -> str:
-    """Last lines of a log, without terminal colour codes, bounded in lines and characters."""
-    limits = load_limits()
-    lines = lines or limits.log_tail_lines
-    chars = chars or limits.log_tail_chars
-    clean = _ANSI.sub("", text).replace("\r\n", "\n").rstrip()
-    kept = clean.split("\n")[-lines:]
-    out = "\n".join(kept)
-    if len(out) > chars:
-        out = out[-chars:]
-        out = out[out.find("\n") + 1 :] if "\n" in out else out
-    return out
-
-
-def _result_tail(result: StageResult) -> str:
-    """``log_tail`` of a build error or of an envelope ``xcompat run`` wrote for a stage."""
-    value = result.data.get("log_tail")
-    if isinstance(value, str) and value.strip():
-        return log_tail(value)
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return log_tail("\n".join(value))
-    return ""
-
-
-_CELL_ID = re.compile(r"^py(?P<python>[0-9][0-9.]*t?)-(?P<platform>[^-]+)-(?P<arch>[^-]+)-(?P<backend>[a-z]+)(?P<toolkit>[0-9][^-]*)?(?P<rest>(-.+)?)$")
-
-
-def cell_from_id(cell_id: str) -> dict[str, Any]:
-    """Best-effort cell description from an id made by ``xcompat.model.cell_id``."""
-    match = _CELL_ID.match(cell_id)
-    if not match:
-        return {"id": cell_id, "python": "?", "platform": "?", "arch": "?", "backend": cell_id}
-    frameworks = {}
-    for part in filter(None, match.group("rest").split("-")):
-        m = re.match(r"^([A-Za-z_]+)([0-9].*)$", part)
-        if m:
-            frameworks[m.group(1)] = m.group(2)
-    return {
-        "id": cell_id,
-        "python": match.group("python"),
-        "platform": match.group("platform"),
-        "arch": match.group("arch"),
-        "backend": match.group("backend"),
-        "toolkit": match.group("toolkit"),
-        "frameworks": frameworks,
-    }
-
-
-def _cell_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
-    frameworks = spec.get("frameworks")
-    if isinstance(frameworks, dict):
-        fw = tuple(sorted((str(k), str(v)) for k, v in frameworks.items()))
-    elif isinstance(frameworks, list):
-        fw = tuple(sorted((str(p[0]), str(p[1])) for p in frameworks if isinstance(p, list) and len(p) == 2))
-    else:
-        fw = ()
-    toolkit = spec.get("toolkit")
-    return {
-        "id": str(spec["id"]),
-        "python": str(spec.get("python", "?")),
-        "platform": str(spec.get("platform", "?")),
-        "arch": str(spec.get("arch", "?")),
-        "backend": str(spec.get("backend", "?")),
-        "toolkit": str(toolkit) if toolkit not in (None, "") else None,
-        "frameworks": fw,
-        "required": bool(spec.get("required", True)),
-        # The runner labels the plan gave the cell: the report names them when its job never reported.
-        "runs_on": tuple(str(x) for x in spec.get("runs_on") or () if isinstance(x, str))
-        if isinstance(spec.get("runs_on"), list)
-        else (),
-    }
-
 
 def _tested_frameworks(results: Iterable[StageResult]) -> tuple[tuple[str, str], ...]:
     """The framework versions a cell actually ran with, from its probe result (torch, numpy)."""
     probe = next((r for r in results if r.kind == "probe"), None)
     return K.probe_frameworks(probe) if probe is not None else ()
-
-
-def _location(case: K.TestCase) -> tuple[str | None, int | None]:
-    """The test's file from its node id, and the line pytest reported for it in that file."""
-    file = case.nodeid.split("::", 1)[0] if "::" in case.nodeid else None
-    line = None
-    if file:
-        m = re.search(re.escape(file) + r":(\d+):", case.longrepr or case.output_tail)
-        line = int(m.group(1)) if m else None
-    return file, line
-
-
-def _case_tail(case: K.TestCase) -> str:
-    if case.crash_traceback.strip():
-        # The user's frames first (a plain tail keeps pytest's frames and cuts the test's), then the output.
-        from xcompat.report.tails import crash_tail
-
-        limits = load_limits()
-        return crash_tail(case.crash_traceback, case.output_tail, lines=limits.log_tail_lines, chars=limits.log_tail_chars)
-    for text in (case.output_tail, case.longrepr):
-        if text.strip():
-            return log_tail(text)
-    return ""
 
 
 def _test_failures(result: StageResult, required: bool) -> tuple[list[Failure], tuple[int, int, int]]:
@@ -148,12 +50,12 @@ def _test_failures(result: StageResult, required: bool) -> tuple[list[Failure], 
             skipped += 1
         else:
             failed += 1
-            file, line = _location(case)
+            file, line = case_location(case)
             message = case.message or case.crash_text or case.outcome
             failures.append(Failure(
                 cell_id=result.cell_id, kind=result.kind, name=case.nodeid, outcome=case.outcome,
                 message=" ".join(message.split())[:500], duration=case.duration_s, file=file, line=line,
-                log_tail=_case_tail(case), required=required,
+                log_tail=case_tail(case), required=required,
             ))
     return failures, (passed, failed, skipped)
 
@@ -261,9 +163,9 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
         ):
             sections.failures.append(Failure(
                 cell_id=cv.id, kind=result.kind, name=result.kind, outcome=result.status,
-                message=result.summary, log_tail=_result_tail(result), required=required,
+                message=result.summary, log_tail=result_tail(result), required=required,
             ))
-    fields = _cell_fields({**cv.spec, "id": cv.id})
+    fields = cell_fields({**cv.spec, "id": cv.id})
     fields.pop("required")
     cell = CellReport(
         **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
@@ -290,7 +192,7 @@ def _run_level(results: Iterable[StageResult], sections: _Sections) -> None:
         if result.status in ("failed", "crashed", "fallback"):
             sections.failures.append(Failure(cell_id=None, kind=result.kind, name=_failure_name(result),
                                              outcome=result.status, message=result.summary,
-                                             log_tail=_result_tail(result)))
+                                             log_tail=result_tail(result)))
 
 
 def _abi_section(abi_results: list[StageResult], abi_findings: list[AbiFinding]) -> AbiSection | None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from xcompat.neutralise import FIELD_CHARS, MESSAGE_CHARS, cap
-from xcompat.report.aggregate import _case_tail, _location
-from xcompat.report.model import Report
+from xcompat.report.case_text import case_location, case_tail
+from xcompat.report.model import CellReport, Report
 from xcompat.results import kinds as K
 from xcompat.results.stage_result import StageResult
 
@@ -34,6 +34,70 @@ _XML_BAD = dict.fromkeys([c for c in range(0x20) if c not in (0x9, 0xA, 0xD)], "
 def _clean(text: str, limit: int = MESSAGE_CHARS) -> str:
     """Text from a result as XML can carry it, capped like every field from a result."""
     return cap(text, limit).translate(_XML_BAD)
+
+
+class _JUnitCase(NamedTuple):
+    """One test case of a suite: a test, a kernel, or a stage that ran none."""
+
+    name: str
+    outcome: str
+    message: str
+    seconds: float
+    file: str | None
+    line: int | None
+    tail: str
+
+
+def _junit_cases(result: StageResult) -> list[_JUnitCase]:
+    items: list[_JUnitCase] = []
+    if result.kind == "test":
+        for c in K.test_cases(result):
+            file, line = case_location(c)
+            items.append(_JUnitCase(c.nodeid, c.outcome, c.message or c.crash_text or c.outcome, c.duration_s or 0.0,
+                                    file, line, case_tail(c)))
+    else:
+        for k in K.kernel_results(result):
+            items.append(_JUnitCase(k.name, k.status, k.status, 0.0, None, None, ""))
+    if not items and result.status in ("failed", "crashed", "fallback", "skipped"):
+        items = [_JUnitCase(result.kind, result.status, result.summary or result.status, 0.0, None, None, "")]
+    return items
+
+
+def _missing_cell_case(suite: ET.Element, cell: CellReport, counts: dict[str, int]) -> None:
+    """A cell without a result: a failed case when it is required, a skipped one when not."""
+    case = ET.SubElement(suite, "testcase", classname=_clean(cell.id), name="cell ran", time="0")
+    counts["tests"] += 1
+    if cell.required:
+        ET.SubElement(case, "failure", message="missing", type="missing").text = _clean(cell.reason)
+        counts["failures"] += 1
+    else:
+        ET.SubElement(case, "skipped", message=_clean("optional cell missing: " + cell.reason))
+        counts["skipped"] += 1
+
+
+def _add_case(suite: ET.Element, cell_id: str, item: _JUnitCase, counts: dict[str, int]) -> None:
+    module, _, short = item.name.rpartition("::")
+    classname = f"{cell_id}.{module.replace('/', '.').removesuffix('.py')}" if module else cell_id
+    attrs = {"classname": _clean(classname, FIELD_CHARS), "name": _clean(short or item.name, FIELD_CHARS),
+             "time": f"{item.seconds:.3f}"}
+    if item.file:
+        attrs["file"] = _clean(item.file)
+    if item.line:
+        attrs["line"] = str(item.line)
+    case = ET.SubElement(suite, "testcase", attrs)
+    counts["tests"] += 1
+    outcome, message = item.outcome, item.message
+    if outcome in ("passed", "xfailed", "xpassed", "xfail"):
+        pass
+    elif outcome in ("skipped", "deselected"):
+        ET.SubElement(case, "skipped", message=_clean(message, 1000))
+        counts["skipped"] += 1
+    elif outcome in _FAIL_OUTCOMES_AS_ERROR:
+        ET.SubElement(case, "error", message=_clean(message, 1000), type=outcome).text = _clean(item.tail)
+        counts["errors"] += 1
+    else:
+        ET.SubElement(case, "failure", message=_clean(message, 1000), type=outcome).text = _clean(item.tail)
+        counts["failures"] += 1
 
 
 def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
@@ -52,48 +116,11 @@ def junit_xml(report: Report, results: Iterable[StageResult]) -> str:
         suite_time = 0.0
         cell = cells.get(cell_id)
         if cell is not None and cell.status == "missing":
-            case = ET.SubElement(suite, "testcase", classname=_clean(cell_id), name="cell ran", time="0")
-            counts["tests"] += 1
-            if cell.required:
-                ET.SubElement(case, "failure", message="missing", type="missing").text = _clean(cell.reason)
-                counts["failures"] += 1
-            else:
-                ET.SubElement(case, "skipped", message=_clean("optional cell missing: " + cell.reason))
-                counts["skipped"] += 1
+            _missing_cell_case(suite, cell, counts)
         for result in by_cell.get(cell_id, []):
-            items: list[tuple[str, str, str, float, str | None, int | None, str]] = []
-            if result.kind == "test":
-                for c in K.test_cases(result):
-                    file, line = _location(c)
-                    items.append((c.nodeid, c.outcome, c.message or c.crash_text or c.outcome, c.duration_s or 0.0,
-                                  file, line, _case_tail(c)))
-            else:
-                for k in K.kernel_results(result):
-                    items.append((k.name, k.status, k.status, 0.0, None, None, ""))
-            if not items and result.status in ("failed", "crashed", "fallback", "skipped"):
-                items = [(result.kind, result.status, result.summary or result.status, 0.0, None, None, "")]
-            for name, outcome, message, seconds, file, line, tail in items:
-                module, _, short = name.rpartition("::")
-                classname = f"{cell_id}.{module.replace('/', '.').removesuffix('.py')}" if module else cell_id
-                suite_time += seconds
-                attrs = {"classname": _clean(classname, FIELD_CHARS), "name": _clean(short or name, FIELD_CHARS), "time": f"{seconds:.3f}"}
-                if file:
-                    attrs["file"] = _clean(file)
-                if line:
-                    attrs["line"] = str(line)
-                case = ET.SubElement(suite, "testcase", attrs)
-                counts["tests"] += 1
-                if outcome in ("passed", "xfailed", "xpassed", "xfail"):
-                    pass
-                elif outcome in ("skipped", "deselected"):
-                    ET.SubElement(case, "skipped", message=_clean(message, 1000))
-                    counts["skipped"] += 1
-                elif outcome in _FAIL_OUTCOMES_AS_ERROR:
-                    ET.SubElement(case, "error", message=_clean(message, 1000), type=outcome).text = _clean(tail)
-                    counts["errors"] += 1
-                else:
-                    ET.SubElement(case, "failure", message=_clean(message, 1000), type=outcome).text = _clean(tail)
-                    counts["failures"] += 1
+            for item in _junit_cases(result):
+                suite_time += item.seconds
+                _add_case(suite, cell_id, item, counts)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

@@ -14,7 +14,8 @@ from tests.helpers.report import (
 
 from xcompat.errors import InputError
 from xcompat.report import build_report
-from xcompat.report.aggregate import cell_from_id, log_tail
+from xcompat.report.case_text import log_tail
+from xcompat.report.cell_fields import cell_from_id
 
 
 def _status(report, cell_id):
