@@ -1,4 +1,5 @@
-"""Test processes: what the parent knows about each one, and how they are started from the warm parent.
+"""Test processes: how they are started from the warm parent (what the parent knows about each
+one is ``xcompat.isolate.tracked``).
 
 ``ForkLauncher`` forks a process for a device slot and its tests; the process prepares itself
 (output redirect, faulthandler, the slot's environment) and runs them. Forking a process that holds torch and the child's set-up are most of the
@@ -14,62 +15,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from xcompat.isolate import forking
 from xcompat.isolate.child import ChildPlan, run_forked_child
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
-from xcompat.isolate.outcomes import LeakReport
+from xcompat.isolate.tracked import TestProcess
 from xcompat.isolate.watchdog import kill_group, reap
 from xcompat.isolate.wire import MessageReader, encode_assignment, read_assignment
-
-
-@dataclass(kw_only=True)
-class RunningTest:
-    """Reports and timings of one test while it runs."""
-
-    nodeid: str
-    location: tuple[str, int | None, str]
-    keywords: dict[str, Any]
-    device: str
-    started: float = 0.0
-    out_start: int = 0
-    reports: list[Any] = field(default_factory=list)
-    leaks: list[LeakReport] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
-class TestProcess:
-    """One test process as the parent tracks it."""
-
-    pid: int
-    slot: int
-    items: list[Any]
-    messages: MessageReader
-    out_path: str
-    crash_path: str
-    spawned: float
-    current: RunningTest | None = None
-    finished: set[str] = field(default_factory=set)
-    deadline: float | None = None  # the watchdog's limit for what the process does now
-    kill_at: float | None = None  # SIGKILL time, once the stacks were asked for
-    timed_out: bool = False  # its current test ran past the deadline
-    killed: bool = False  # the watchdog sent SIGKILL
-    crash_start: int = 0  # crash file offset where the current test's dumps begin
-    status: int | None = None  # waitpid status once reaped
-    pidfd: int | None = None  # readable once the process exits (Linux >= 5.3)
-    ctrl_fd: int | None = None  # a spare's assignment pipe (write end)
-    released: bool = False  # every test reported done: its slot may start the next one
-    last_done: float | None = None  # when the last test reported done (the next one starts then)
-    last_out: int = 0  # output file offset at that moment
-
-    __test__ = False  # not a pytest test class
-
-    @property
-    def read_fd(self) -> int:
-        return self.messages.fd
 
 
 @dataclass(frozen=True)

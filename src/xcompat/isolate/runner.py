@@ -44,16 +44,10 @@ from xcompat.isolate.classify import (
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import Isolation, TestRecord
-from xcompat.isolate.processes import (
-    ForkLauncher,
-    Launcher,
-    RunningTest,
-    TestProcess,
-    read_from,
-    remove_files,
-)
+from xcompat.isolate.processes import ForkLauncher, Launcher, read_from, remove_files
 from xcompat.isolate.scheduler import run_groups
 from xcompat.isolate.strays import become_subreaper, collect_strays
+from xcompat.isolate.tracked import RunningTest, TestProcess
 from xcompat.isolate.warmup import (
     WarmState,
     numba_in_use_after_collection,

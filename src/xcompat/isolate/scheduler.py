@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from xcompat.isolate.heap import release_free_heap
 from xcompat.isolate.outcomes import Isolation
-from xcompat.isolate.processes import Launcher, TestProcess
+from xcompat.isolate.processes import Launcher
+from xcompat.isolate.tracked import TestProcess
 from xcompat.isolate.watchdog import EXIT_POLL_S, enforce_deadline, kill_group, next_wake
 
 

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, prepare_process, run_items
-from xcompat.isolate.processes import Launcher, TestProcess, output_files, pidfd_of
+from xcompat.isolate.processes import Launcher, output_files, pidfd_of
 from xcompat.isolate.runner import IsolatedRunner
+from xcompat.isolate.tracked import TestProcess
 from xcompat.isolate.watchdog import reap
 from xcompat.isolate.wire import Channel, MessageReader
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from xcompat.isolate.child import DUMP_SIGNAL
 
 if TYPE_CHECKING:
-    from xcompat.isolate.processes import TestProcess
+    from xcompat.isolate.tracked import TestProcess
 
 # After the stack-dump signal, how long the watchdog waits before SIGKILL.
 DUMP_GRACE_S = 0.5

@@ -46,7 +46,8 @@ from typing import Any
 
 from xcompat.isolate import forking
 from xcompat.isolate.child import drop_reporter_hooks
-from xcompat.isolate.processes import ForkLauncher, TestProcess, release
+from xcompat.isolate.processes import ForkLauncher, release
+from xcompat.isolate.tracked import TestProcess
 from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
 from xcompat.isolate.wire import MessageReader

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 from xcompat.isolate.classify import record_over_time
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.outcomes import Crash, TestRecord
-from xcompat.isolate.processes import TestProcess
 from xcompat.isolate.runner import IsolatedRunner
+from xcompat.isolate.tracked import TestProcess
 from xcompat.isolate.wire import MessageReader
 
 
