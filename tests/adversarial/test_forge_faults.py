@@ -17,7 +17,8 @@ import pytest
 from tests.helpers.fake_github import Fault
 from tests.helpers.report import FakeClock, make_cell, make_plan, make_test, make_test_result
 
-from xcompat.forges.github import GitHubContext, GitHubPublisher
+from xcompat.forges.github import GitHubPublisher
+from xcompat.forges.github_context import GitHubContext
 from xcompat.forges.http import RetryPolicy
 from xcompat.report import build_report, marker
 

@@ -1,4 +1,7 @@
-"""Deliver a report on GitHub: check run with annotations, one sticky PR comment, job summary.
+"""Deliver a report on GitHub: check run with annotations, one sticky PR comment.
+
+This is the API client; what the run tells it is ``github_context``, and the annotations and
+job summary it sends are built in ``github_payloads``.
 
 Endpoints used (GitHub REST, checked in the test suite against ``@octokit/openapi``):
 
@@ -20,184 +23,21 @@ report then goes to the job summary and the report bundle, and the two-stage
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from xcompat.errors import InputError
 from xcompat.forges.base import Delivery, PublishOutcome
 from xcompat.forges.comment_mode import CommentMode, decide, digest_line
+from xcompat.forges.github_context import GitHubContext
+from xcompat.forges.github_payloads import annotations_for
 from xcompat.forges.http import BudgetExceeded, ForgeError, ForgeHTTP, PermissionDenied, RetryPolicy
 from xcompat.report.channels import Limits, load_limits
 from xcompat.report.model import Report
 from xcompat.report.render import marker, render
 
-DEFAULT_API = "https://api.github.com"
 SUMMARY_SECTIONS = ("header", "grid", "failures", "abi", "coverage")
 TEXT_SECTIONS = ("failures", "cells", "other")
-DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
-READ_ONLY_EVENTS = ("pull_request", "pull_request_review", "pull_request_review_comment")
-
-
-@dataclass(frozen=True, kw_only=True)
-class GitHubContext:
-    """What the workflow run tells us, read from the environment and the event payload."""
-
-    api_url: str
-    server_url: str
-    repository: str
-    event_name: str
-    event: Mapping[str, Any]
-    sha: str | None
-    token: str | None
-    run_id: str | None = None
-    actor: str = ""
-    repository_id: str | None = None  # GITHUB_REPOSITORY_ID: this repository's numeric id
-    # Whose comments the sticky-comment lookup may edit: the login the token posts as.
-    # GITHUB_TOKEN posts as github-actions[bot]; a GitHub App token as <app-slug>[bot], a
-    # personal token as that user (set XCOMPAT_COMMENT_AUTHOR).
-    comment_author: str = DEFAULT_COMMENT_AUTHOR
-
-    @property
-    def owner_repo(self) -> tuple[str, str]:
-        owner, _, repo = self.repository.partition("/")
-        if not owner or not repo:
-            raise InputError(f"GITHUB_REPOSITORY must be owner/name, got {self.repository!r}")
-        return owner, repo
-
-    @property
-    def run_url(self) -> str | None:
-        if not self.run_id:
-            return None
-        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
-
-    @property
-    def pull_request(self) -> Mapping[str, Any]:
-        pr = self.event.get("pull_request")
-        return pr if isinstance(pr, dict) else {}
-
-    @property
-    def pr_number(self) -> int | None:
-        number = self.pull_request.get("number")
-        if isinstance(number, int):
-            return number
-        if self.event_name == "workflow_run":
-            run = self.event.get("workflow_run")
-            prs = run.get("pull_requests") if isinstance(run, dict) else None
-            # Only PRs whose base is THIS repository, matched by id or API URL: a fork (or any
-            # repository) with the same name is another repository, and its PR numbers are not ours.
-            for pr in prs if isinstance(prs, list) else []:
-                if isinstance(pr, dict) and isinstance(pr.get("number"), int) and self._is_this_repository(
-                    (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), dict) else None
-                ):
-                    return int(pr["number"])
-        return None
-
-    def _is_this_repository(self, repo: Any) -> bool:
-        if not isinstance(repo, dict):
-            return False
-        this = self.event.get("repository")
-        this = this if isinstance(this, dict) else {}
-        ours_id = self.repository_id or (str(this["id"]) if isinstance(this.get("id"), int) else None)
-        theirs_id = repo.get("id")
-        if ours_id is not None and isinstance(theirs_id, int):
-            return str(theirs_id) == ours_id
-        ours_url = this.get("url") if isinstance(this.get("url"), str) else None
-        if ours_url is None:
-            ours_url = f"{self.api_url.rstrip('/')}/repos/{self.repository}"
-        theirs_url = repo.get("url")
-        return isinstance(theirs_url, str) and theirs_url.rstrip("/").lower() == ours_url.rstrip("/").lower()
-
-    @property
-    def head_sha(self) -> str | None:
-        if self.event_name == "workflow_run":
-            sha = self.event.get("workflow_run", {}).get("head_sha")
-            return sha if isinstance(sha, str) else None
-        sha = self.pull_request.get("head", {}).get("sha") if self.pull_request else None
-        return sha if isinstance(sha, str) else self.sha
-
-    def read_only_reason(self) -> str | None:
-        """Why the token cannot write, when that is known before trying; else None."""
-        if not self.token:
-            return "no GitHub token was given (set GITHUB_TOKEN for the step)"
-        if self.event_name in READ_ONLY_EVENTS:
-            head_repo = self.pull_request.get("head", {}).get("repo") or {}
-            if head_repo.get("full_name") and head_repo.get("full_name") != self.repository:
-                return f"pull request from the fork {head_repo['full_name']}: GitHub gives such runs a read-only token"
-            if self.actor == "dependabot[bot]":
-                return "Dependabot pull request: GitHub gives such runs a read-only token"
-        return None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> GitHubContext:
-        event: Mapping[str, Any] = {}
-        path = env.get("GITHUB_EVENT_PATH")
-        if path and Path(path).is_file():
-            from xcompat.jsonio import read_json
-
-            loaded = read_json(path)
-            event = loaded if isinstance(loaded, dict) else {}
-        repository = env.get("GITHUB_REPOSITORY", "")
-        if not repository:
-            raise InputError("GITHUB_REPOSITORY is not set", hint="run inside GitHub Actions or set it (owner/name)")
-        token = env.get("XCOMPAT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
-        return cls(
-            api_url=env.get("GITHUB_API_URL", DEFAULT_API),
-            server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
-            repository=repository,
-            event_name=env.get("GITHUB_EVENT_NAME", ""),
-            event=event,
-            sha=env.get("GITHUB_SHA"),
-            token=token,
-            run_id=env.get("GITHUB_RUN_ID"),
-            actor=env.get("GITHUB_ACTOR", ""),
-            repository_id=env.get("GITHUB_REPOSITORY_ID") or None,
-            comment_author=env.get("XCOMPAT_COMMENT_AUTHOR") or DEFAULT_COMMENT_AUTHOR,
-        )
-
-
-def annotations_for(report: Report, limits: Limits | None = None, max_annotations: int | None = None) -> list[dict[str, Any]]:
-    """Check-run annotations: failing tests with a location, ABI findings with a file, uncovered diff lines.
-
-    At most ``max_annotations`` (default and ceiling: the per-check-run cap in channels.json;
-    0 turns annotations off), most important first: failures, then ABI, then coverage.
-    """
-    limits = limits or load_limits()
-    out: list[dict[str, Any]] = []
-
-    def add(path: str | None, start: int | None, end: int | None, level: str, title: str, message: str, raw: str = "") -> None:
-        if not path or path.startswith("/") or ".." in Path(path).parts:
-            return  # annotations need a path inside the repository
-        start = start if start and start > 0 else 1
-        item: dict[str, Any] = {
-            "path": path.removeprefix("./"),
-            "start_line": start,
-            "end_line": max(end or start, start),
-            "annotation_level": level,
-            "title": title[:255],
-            "message": message[:4000] or title[:255],
-        }
-        if raw:
-            item["raw_details"] = raw[-8000:]
-        out.append(item)
-
-    for f in report.failures:
-        if f.file:
-            where = f" [{f.cell_id}]" if f.cell_id else ""
-            add(f.file, f.line, f.line, "failure", f"{f.outcome}: {f.name}{where}", f.message or f.outcome, f.log_tail)
-    if report.abi is not None:
-        for a in report.abi.findings:
-            if a.file:
-                level = "failure" if a.required_bump == "major" else "warning"
-                add(a.file, a.line, a.line, level, f"ABI {a.kind}: {a.display_symbol}", a.message or f"requires a {a.required_bump} bump")
-    if report.coverage is not None:
-        for fc in report.coverage.diff_files:
-            for start, end in fc.uncovered:
-                add(fc.path, start, end, "warning", "Changed lines not covered", f"Lines {start}-{end} are not covered by any cell's tests.")
-    cap = limits.annotations.per_check_run if max_annotations is None else min(max(max_annotations, 0), limits.annotations.per_check_run)
-    return out[:cap]
 
 
 def _now() -> str:
@@ -452,16 +292,3 @@ def _object_id(answer: Any, what: str) -> int:
     raise ForgeError(f"GitHub: {what}: {shown}; the object may or may not exist")
 
 
-def job_summary_budget(path: str | None, limits: Limits | None = None) -> int:
-    """Bytes left in this step's summary file under GitHub's 1 MiB per-step limit."""
-    limits = limits or load_limits()
-    used = Path(path).stat().st_size if path and Path(path).is_file() else 0
-    return max(0, limits.channel("job_summary").limit - used - 1)
-
-
-def summary_markdown(report: Report, room: int, notes: Sequence[str] = ()) -> str:
-    from xcompat.report.channels import Channel
-
-    extra = "".join(f"\n> {n}\n" for n in notes)
-    channel = Channel(name="job_summary", limit=max(room - len(extra.encode()) - 2, 0), unit="bytes", source="")
-    return render(report, "markdown", channel) + extra

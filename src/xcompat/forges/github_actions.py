@@ -34,13 +34,15 @@ class GitHubForge:
         return env.get("GITHUB_ACTIONS") == "true"
 
     def artifact_url(self, env: Mapping[str, str], bundle_dir: Path) -> str | None:
-        from xcompat.forges.github import GitHubContext
+        from xcompat.forges.github_context import GitHubContext
 
         return GitHubContext.from_env(env).run_url
 
     def publish(self, report: Report, options: PublishOptions) -> PublishOutcome:
         from xcompat.forges.base import PublishOutcome, log_deliveries
-        from xcompat.forges.github import GitHubContext, GitHubPublisher, job_summary_budget, summary_markdown
+        from xcompat.forges.github import GitHubPublisher
+        from xcompat.forges.github_context import GitHubContext
+        from xcompat.forges.github_payloads import job_summary_budget, summary_markdown
         from xcompat.log import GITHUB_ANNOTATIONS_PER_STEP, get_logger
         from xcompat.report.step_outputs import step_outputs
 

@@ -13,7 +13,7 @@ from tests.helpers.report import make_cell, make_plan, make_test, make_test_resu
 from tests.integration.report.test_github import SHA, many_annotations_report, publisher
 
 from xcompat.forges.comment_mode import decide, digest, digest_of
-from xcompat.forges.github import annotations_for
+from xcompat.forges.github_payloads import annotations_for
 from xcompat.jsonio import validate
 from xcompat.report import build_report
 from xcompat.report.badge import endpoint, svg, write_badge

@@ -16,7 +16,9 @@ from tests.helpers.report import (
     mixed_results,
 )
 
-from xcompat.forges.github import GitHubContext, GitHubPublisher, annotations_for
+from xcompat.forges.github import GitHubPublisher
+from xcompat.forges.github_context import GitHubContext
+from xcompat.forges.github_payloads import annotations_for
 from xcompat.forges.http import RetryPolicy
 from xcompat.report import build_report, marker
 
