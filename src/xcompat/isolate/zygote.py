@@ -33,27 +33,23 @@ parent where it is not available, or with ``XCOMPAT_TEST_ZYGOTE=0``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import selectors
 import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from xcompat.isolate import forking
 from xcompat.isolate.child import drop_reporter_hooks
 from xcompat.isolate.processes import ForkLauncher, release
 from xcompat.isolate.tracked import TestProcess
-from xcompat.isolate.watchdog import kill_group
 from xcompat.isolate.watchdog import reap as reap_own_child
 from xcompat.isolate.wire import MessageReader
+from xcompat.isolate.zygote_server import PACKET, ZygoteServer, send
 
-# Largest packet either side sends: a file's test positions (JSON) with room to spare.
-PACKET = 1 << 20
 # The zygote answers within milliseconds (a fork). One that has not after this long (stopped by
 # a test, say) is killed, and the parent forks test processes itself from then on.
 ANSWER_S = float(os.environ.get("XCOMPAT_ZYGOTE_ANSWER_S") or 30.0)
@@ -72,122 +68,6 @@ def supported() -> bool:
         and hasattr(socket, "send_fds")
         and hasattr(socket, "SOCK_SEQPACKET")
     )
-
-
-def _send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    data = json.dumps(message).encode()
-    if fds:
-        socket.send_fds(sock, [data], list(fds))
-    else:
-        sock.send(data)
-
-
-@dataclass
-class _Process:
-    """A process of the zygote: a spare waiting for its tests, or one running them."""
-
-    pid: int
-    pidfd: int
-    read_fd: int  # message pipe, read end: the zygote's copy until it is handed over
-    out_path: str
-    crash_path: str
-    ctrl_fd: int | None  # a spare's assignment pipe (write end), until it is handed over
-    handed: bool = False  # the parent knows it (its exit is reported)
-
-
-class _Zygote:
-    """The zygote's side: fork on request, report exits. Runs in the forked zygote only."""
-
-    def __init__(self, sock: socket.socket, config: Any, items: list[Any], launcher: ZygoteLauncher) -> None:
-        self.sock = sock
-        self.config = config
-        self.items = items
-        self.launcher = launcher
-        self.processes: dict[int, _Process] = {}  # by pidfd: every process not yet reaped
-        self.selector = selectors.DefaultSelector()
-
-    def serve(self) -> None:
-        self.selector.register(self.sock, selectors.EVENT_READ, None)
-        try:
-            while True:
-                for key, _ in self.selector.select():
-                    if key.data is None:
-                        if not self._command():
-                            return
-                    else:
-                        self._reap(key.data)
-        finally:
-            self._stop()
-
-    def _command(self) -> bool:
-        try:
-            data = self.sock.recv(PACKET)
-        except OSError:
-            return False
-        if not data:
-            return False
-        message = json.loads(data)
-        slot = int(message["slot"])
-        spare = message["op"] == "spare"
-        process = self._fork(slot, None if spare else [int(i) for i in message["positions"]])
-        process.handed = True
-        answer = {"op": "spare" if spare else "started", "slot": slot, "pid": process.pid,
-                  "out": process.out_path, "crash": process.crash_path}
-        fds = [process.read_fd, process.pidfd]
-        if process.ctrl_fd is not None:
-            fds.append(process.ctrl_fd)
-        _send(self.sock, answer, fds)
-        for fd in (process.read_fd, process.ctrl_fd):
-            if fd is not None:
-                os.close(fd)
-        process.read_fd, process.ctrl_fd = -1, None
-        return True
-
-    def _fork(self, slot: int, positions: list[int] | None) -> _Process:
-        group = None if positions is None else [self.items[i] for i in positions]
-        child = self.launcher.fork_child(self.config, slot, group, release=self._in_child)
-        pidfd = os.pidfd_open(child.pid)
-        process = _Process(child.pid, pidfd, child.read_fd, child.out_path, child.crash_path, child.ctrl_fd)
-        self.processes[pidfd] = process
-        self.selector.register(pidfd, selectors.EVENT_READ, process)
-        return process
-
-    def _in_child(self) -> None:
-        """In a new test process: let go of everything that is the zygote's."""
-        fds = [self.sock.detach()]
-        for process in self.processes.values():
-            fds += [process.pidfd, process.read_fd, process.ctrl_fd if process.ctrl_fd is not None else -1]
-        self.selector.close()
-        for fd in fds:
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-
-    def _reap(self, process: _Process) -> None:
-        self.selector.unregister(process.pidfd)
-        del self.processes[process.pidfd]
-        _, status = os.waitpid(process.pid, 0)
-        os.close(process.pidfd)
-        for fd in (process.read_fd, process.ctrl_fd):
-            if fd is not None and fd >= 0:
-                os.close(fd)
-        if not process.handed:
-            return  # died before the parent heard of it
-        try:
-            _send(self.sock, {"op": "ended", "pid": process.pid, "status": status})
-        except OSError:
-            pass  # the parent is gone; the loop ends at the socket's end
-
-    def _stop(self) -> None:
-        for process in self.processes.values():
-            kill_group(process.pid)
-        for process in self.processes.values():
-            try:
-                os.waitpid(process.pid, 0)
-            except ChildProcessError:
-                pass
 
 
 class ZygoteLauncher(ForkLauncher):
@@ -223,7 +103,7 @@ class ZygoteLauncher(ForkLauncher):
             message: dict[str, Any] | None = None
             fds: list[int] = []
             try:
-                _send(self._sock, {"op": "start", "slot": slot_index, "positions": positions})
+                send(self._sock, {"op": "start", "slot": slot_index, "positions": positions})
                 message, fds = self._receive("started")
             except OSError:
                 pass
@@ -242,7 +122,7 @@ class ZygoteLauncher(ForkLauncher):
         if slot_index in self._spares or slot_index in self._asked:
             return
         try:
-            _send(sock, {"op": "spare", "slot": slot_index})
+            send(sock, {"op": "spare", "slot": slot_index})
         except OSError:
             self._lost()
         else:
@@ -254,10 +134,8 @@ class ZygoteLauncher(ForkLauncher):
         if process.pid in self._own or process.pidfd is None:
             super().discard(process)
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, OSError):
             signal.pidfd_send_signal(process.pidfd, signal.SIGKILL)
-        except (ProcessLookupError, OSError):
-            pass
         release(process)
 
     def reap(self, process: TestProcess, *, block: bool) -> None:
@@ -285,10 +163,8 @@ class ZygoteLauncher(ForkLauncher):
         self._unreported.pop(process.pid, None)
         if process.pid in self._ended:
             process.status = self._ended.pop(process.pid)
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)  # stray grandchildren die with their test
-            except OSError:
-                pass
         else:
             reap_own_child(process, block=block)
 
@@ -352,7 +228,7 @@ class ZygoteLauncher(ForkLauncher):
                 parent_end.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when it ends
                 drop_reporter_hooks(config)  # once here, not in every test process
-                _Zygote(zygote_end, config, self._items, self).serve()
+                ZygoteServer(zygote_end, config, self._items, self).serve()
             except BaseException:  # noqa: BLE001 - never run the parent's code in the zygote
                 code = 1
             finally:
@@ -428,12 +304,8 @@ class ZygoteLauncher(ForkLauncher):
         if sock is not None:
             sock.close()
         if self._zygote_pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self._zygote_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(self._zygote_pid, 0)
-            except ChildProcessError:
-                pass
             self._zygote_pid = None
