@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import UsageError, VerificationError
+from xcompat.gate.cell_checks import check_cells
 from xcompat.gate.checks import (
     CheckOutcome,
     check_abi_bump,
-    check_cells,
     check_coverage,
     check_matrix_signature,
     check_plan_source,

@@ -2,7 +2,8 @@
 negative verdict; malformed input still raises ``InputError`` (exit 2), because a gate that
 cannot read its evidence must not guess, and a forged plan ``VerificationError`` (exit 3).
 
-Every reason reads "got X, expected Y" so a refused release says what to change.
+Every reason reads "got X, expected Y" so a refused release says what to change. The checks
+of the plan's cells are ``xcompat.gate.cell_checks``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any
 from xcompat.errors import InputError, VerificationError, XcompatError
 from xcompat.gate.results import StageResult, wheels_of
 from xcompat.gate.versions import ReleaseStep
-from xcompat.results.status import BUMP_ORDER, bump_rank, severity
-from xcompat.results.verdict import Verdict
+from xcompat.results.status import BUMP_ORDER, bump_rank
 from xcompat.settings import Settings
 
 
@@ -35,98 +35,7 @@ class CheckOutcome:
         return data
 
 
-# -- cells --------------------------------------------------------------------------------
-
-
-def check_cells(
-    cells: Sequence[Mapping[str, Any]], results: Sequence[StageResult], *, settings: Settings | None = None,
-    require_kinds: Sequence[str] = (),
-) -> tuple[list[CheckOutcome], Verdict]:
-    """One check per required cell, from the one verdict the report uses (``xcompat.results.judge``).
-
-    ``cells``/``settings``: the verified matrix's own expansion and settings (the gate's
-    default when ``--matrix`` is given); otherwise the plan's. Required means
-    ``is_required``: marked ``required``, or on a backend in ``gate.required-backends``.
-    A missing result fails (the runner never came, the job was skipped); a ``fallback``
-    (ran, but on a fallback backend, not the one the cell names) fails; a ``skipped``
-    required stage fails. Returns the checks and ``judge``'s verdict as it is: its cells and
-    texts are shown by the gate, never edited.
-    """
-    from xcompat.results.verdict import judge
-
-    specs = [dict(c) for c in cells]
-    verdict = judge(results, specs, settings=settings, require_kinds=require_kinds)
-    checks: list[CheckOutcome] = []
-    if verdict.misplaced:
-        more = f" (+{len(verdict.misplaced) - 1} more)" if len(verdict.misplaced) > 1 else ""
-        checks.append(CheckOutcome(
-            name="results", passed=False,
-            reason=f"got {verdict.misplaced[0]}{more}, expected each cell's results only in its own folder",
-            details={"misplaced": list(verdict.misplaced), **({"refused": list(verdict.refused)}
-                                                             if verdict.refused else {})},
-        ))
-    elif verdict.refused:
-        # A result that cannot be read is no evidence, whichever cell it was for (or none).
-        more = f" (+{len(verdict.refused) - 1} more)" if len(verdict.refused) > 1 else ""
-        checks.append(CheckOutcome(
-            name="results", passed=False,
-            reason=f"got result refused: {verdict.refused[0]}{more}, expected every result file to read and check",
-            details={"refused": list(verdict.refused)},
-        ))
-    for cell in verdict.cells:
-        if not cell.planned:
-            continue
-        items = [s.result for s in cell.stages]
-        if not cell.required:
-            continue
-        name = f"cell:{cell.id}"
-        if not items:
-            checks.append(CheckOutcome(
-                name=name, passed=False,
-                reason="got no result, expected a passing result (its job did not run or uploaded nothing)",
-            ))
-            continue
-        bad = [s.result for s in cell.stages if s.counted and s.result.status != "passed"]
-        if cell.status != "passed" and bad:
-            bad.sort(key=lambda r: -severity(r.status))
-            first = bad[0]
-            more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
-            why = f": {first.summary}" if first.summary else ""
-            checks.append(CheckOutcome(
-                name=name, passed=False,
-                reason=f"got {first.kind} {first.status}{why}{more}, expected passed",
-                details={"results": [{"kind": r.kind, "status": r.status, "path": str(r.source)} for r in bad]},
-            ))
-            continue
-        if cell.status != "passed":
-            missing = [k for k in require_kinds if k not in cell.kinds]
-            if missing:
-                reason = f"got results for {', '.join(cell.kinds)}, expected also {', '.join(missing)}"
-            else:
-                reason = f"got {cell.status} ({cell.reason}), expected passed"
-            checks.append(CheckOutcome(name=name, passed=False, reason=reason))
-            continue
-        checks.append(CheckOutcome(
-            name=name, passed=True,
-            reason=f"got {len(items)} passing result(s) ({', '.join(cell.kinds)}), expected passed",
-        ))
-    required_backends = settings.gate.required_backends if settings is not None else ()
-    if not specs:
-        checks.append(CheckOutcome(name="plan", passed=False, reason="got an empty plan, expected cells"))
-    elif not any(c.required for c in verdict.cells if c.planned):
-        checks.append(CheckOutcome(
-            name="plan", passed=False,
-            reason=f"got {len(specs)} cell(s), none required; expected at least one required cell",
-        ))
-    backends = {c.get("backend") for c in specs}
-    for backend in required_backends:
-        if backend not in backends:
-            checks.append(CheckOutcome(
-                name="plan", passed=False,
-                reason=f"got no cell for required backend {backend}, expected at least one "
-                "(matrix gate.required-backends)",
-            ))
-    return checks, verdict
+# -- tag ----------------------------------------------------------------------------------
 
 
 def check_tag_pattern(settings: Settings | None, tag: str | None) -> CheckOutcome | None:

@@ -8,7 +8,7 @@ import pytest
 from tests.helpers.report import make_cell, make_plan, make_test, make_test_result, stage_result
 
 from xcompat.errors import InputError
-from xcompat.gate.checks import check_cells
+from xcompat.gate.cell_checks import check_cells
 from xcompat.matrix import load_matrix
 from xcompat.report import build_report
 from xcompat.results import BUMP_ORDER, SEVERITY, bump_rank, is_required, judge, parse_envelope, worst
