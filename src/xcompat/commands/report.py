@@ -5,10 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcompat.errors import CheckFailed, ToolError, UsageError
 from xcompat.outputs import OutputDir, OutputFile
+
+if TYPE_CHECKING:
+    from xcompat.forges.base import Forge
+    from xcompat.forges.comment_mode import CommentMode
+    from xcompat.report.model import Report
+    from xcompat.results.collect import LoadedResults
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -66,7 +74,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when the report is red")
 
 
-def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-untyped-def]
+def _write_bundle(folder: Path, loaded: LoadedResults, report: Report) -> None:
     """The report bundle. Every file name is xcompat's own (an index and a known stage kind):
     nothing a result says becomes a path, and every write is checked to stay in the bundle."""
     from xcompat.jsonio import dump_json
@@ -94,31 +102,78 @@ def _write_bundle(folder: Path, loaded, report) -> None:  # type: ignore[no-unty
     write_html(report, folder / "report.html")
 
 
-def execute(args: argparse.Namespace) -> int:
-    from xcompat.forges import FORGES
-    from xcompat.forges.base import PublishOptions
+def _sources(args: argparse.Namespace) -> tuple[list[Path | str], Path | str | None]:
+    """The result paths and plan: the command line's, or those of the bundle ``--from-artifact`` names."""
+    if not args.from_artifact:
+        if not args.paths:
+            raise UsageError("give result files or folders (or --from-artifact DIR)")
+        return list(args.paths), args.plan
+    bundle = Path(args.from_artifact)
+    if not bundle.is_dir():
+        raise UsageError(f"--from-artifact {bundle}: not a folder", hint="download the report bundle artifact first")
+    if args.paths:
+        raise UsageError("--from-artifact reads its results from the bundle; give no result paths")
+    results_dir = bundle / "results"
+    plan = bundle / "plan.json"
+    return ([results_dir] if results_dir.is_dir() else []), (plan if plan.is_file() else None)
+
+
+def _print_or_write(args: argparse.Namespace, report: Report, *, to_forges: bool) -> None:
+    """The rendered report to ``--out``, else to standard output unless it goes to forges."""
     from xcompat.jsonio import atomic_write_text
     from xcompat.log import get_logger
     from xcompat.report import render
+
+    rendered = render(report, args.format, args.budget)
+    if args.out:
+        atomic_write_text(args.out, rendered)
+        get_logger().info(f"wrote {args.out}")
+    elif not to_forges:
+        if args.format != "json":
+            # Standard output is a CI log too: a log tail's "::" line must not run as a command there.
+            from xcompat.neutralise import log_text
+
+            rendered = log_text(rendered)
+        print(rendered, end="" if rendered.endswith("\n") else "\n")
+
+
+def _publish(args: argparse.Namespace, forges: Sequence[Forge], loaded: LoadedResults, report: Report,
+             env: Mapping[str, str], comment_mode: CommentMode) -> list[str]:
+    """Write the bundle and its badges, then deliver on each forge; the failed deliveries' log lines."""
+    from xcompat.forges.base import PublishOptions
+    from xcompat.log import get_logger
+    from xcompat.report.badge import write_badge
+
+    bundle_dir = Path(args.bundle_dir)
+    _write_bundle(bundle_dir, loaded, report)
+    badge_paths = write_badge(report, bundle_dir)
+    get_logger().info(f"wrote the report bundle to {bundle_dir}/ (report.json, report.md, report.html, results/)")
+    options = PublishOptions(
+        env=env,
+        bundle_dir=bundle_dir,
+        check_name=args.check_name or args.title,
+        comment_key=args.comment_key,
+        comment_mode=comment_mode,
+        check_run=not args.no_check_run,
+        max_annotations=args.max_annotations,
+        results=tuple(loaded.results),
+        badge_paths=badge_paths,
+    )
+    failed_posts: list[str] = []
+    for forge in forges:
+        outcome = forge.publish(report, options)
+        failed_posts.extend(delivery.describe(forge.title) for delivery in outcome.posting_failures)
+    return failed_posts
+
+
+def execute(args: argparse.Namespace) -> int:
+    from xcompat.forges import FORGES
+    from xcompat.forges.comment_mode import parse_mode
+    from xcompat.report.badge import write_badge
     from xcompat.report.folder import report_from_folder
 
-    log = get_logger()
     env = os.environ
-    if args.from_artifact:
-        bundle = Path(args.from_artifact)
-        if not bundle.is_dir():
-            raise UsageError(f"--from-artifact {bundle}: not a folder", hint="download the report bundle artifact first")
-        if args.paths:
-            raise UsageError("--from-artifact reads its results from the bundle; give no result paths")
-        results_dir = bundle / "results"
-        paths = [results_dir] if results_dir.is_dir() else []
-        plan = bundle / "plan.json"
-        sources, plan_path = paths, plan if plan.is_file() else None
-    else:
-        if not args.paths:
-            raise UsageError("give result files or folders (or --from-artifact DIR)")
-        sources, plan_path = list(args.paths), args.plan
-
+    sources, plan_path = _sources(args)
     forges = [forge for forge in FORGES.values() if getattr(args, forge.name, False)]
     artifact_url = args.artifact_url
     for forge in forges:
@@ -129,44 +184,11 @@ def execute(args: argparse.Namespace) -> int:
     # run.json are not stage results and are listed in the notes; settings.json is read.
     loaded, report = report_from_folder(sources, plan_path=plan_path, title=args.title,
                                         artifact_url=artifact_url or None)
-
-    rendered = render(report, args.format, args.budget)
-    if args.out:
-        atomic_write_text(args.out, rendered)
-        log.info(f"wrote {args.out}")
-    elif not forges:
-        if args.format != "json":
-            # Standard output is a CI log too: a log tail's "::" line must not run as a command there.
-            from xcompat.neutralise import log_text
-
-            rendered = log_text(rendered)
-        print(rendered, end="" if rendered.endswith("\n") else "\n")
-
-    from xcompat.forges.comment_mode import parse_mode
-    from xcompat.report.badge import write_badge
-
+    _print_or_write(args, report, to_forges=bool(forges))
     comment_mode = parse_mode("off" if args.no_comment else args.comment_mode)
-    badge_paths = write_badge(report, args.badge_dir) if args.badge_dir else None
-    failed_posts: list[str] = []
-    if forges:
-        bundle_dir = Path(args.bundle_dir)
-        _write_bundle(bundle_dir, loaded, report)
-        badge_paths = write_badge(report, bundle_dir)
-        log.info(f"wrote the report bundle to {bundle_dir}/ (report.json, report.md, report.html, results/)")
-        options = PublishOptions(
-            env=env,
-            bundle_dir=bundle_dir,
-            check_name=args.check_name or args.title,
-            comment_key=args.comment_key,
-            comment_mode=comment_mode,
-            check_run=not args.no_check_run,
-            max_annotations=args.max_annotations,
-            results=tuple(loaded.results),
-            badge_paths=badge_paths,
-        )
-        for forge in forges:
-            outcome = forge.publish(report, options)
-            failed_posts.extend(delivery.describe(forge.title) for delivery in outcome.posting_failures)
+    if args.badge_dir:
+        write_badge(report, args.badge_dir)
+    failed_posts = _publish(args, forges, loaded, report, env, comment_mode) if forges else []
 
     if failed_posts and args.on_post_failure == "fail":
         raise ToolError(
