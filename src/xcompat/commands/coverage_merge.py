@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from xcompat.outputs import OutputDir
+
+if TYPE_CHECKING:
+    from xcompat.coverage.report import MergedReport
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +66,53 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _log_merge_problems(report: MergedReport, inputs: int) -> None:
+    """Warn about each input that could not be merged; refuse when none could."""
+    from xcompat.errors import InputError
+    from xcompat.log import get_logger
+
+    log = get_logger()
+    for problem in report.result.errors:
+        log.warning(
+            f"{problem.message}"
+            + (f" (cell {problem.cell_id})" if problem.cell_id else "")
+            + "; merged the rest",
+            file=problem.file,
+        )
+    for warning in report.result.warnings:
+        log.warning(warning)
+    if not report.result.cells:
+        raise InputError(
+            f"none of the {inputs} coverage artifact(s) could be merged",
+            details=[str(e) for e in report.result.errors[:10]],
+        )
+
+
+def _announce(doc: dict[str, Any], prefix: str) -> None:
+    """Step outputs, the first uncovered changed lines as annotations, and the gate's checks."""
+    from xcompat.log import get_logger
+
+    log = get_logger()
+    log.set_output(
+        "coverage-percent", "" if doc["totals"]["percent"] is None else str(doc["totals"]["percent"])
+    )
+    if doc["diff"] is not None:
+        log.set_output(
+            "coverage-diff-percent", "" if doc["diff"]["percent"] is None else str(doc["diff"]["percent"])
+        )
+        shown = 0
+        for f in doc["diff"]["files"]:
+            for start, end in f["uncovered_ranges"]:
+                if shown < 10:
+                    lines = f"lines {start}-{end}" if end != start else f"line {start}"
+                    log.warning(
+                        f"{lines} changed but not covered by any cell", file=prefix + f["path"], line=start
+                    )
+                shown += 1
+    for check in doc["gate"]:
+        (log.success if check["passed"] else log.error)(f"coverage {check['name']}: {check['reason']}")
+
+
 def execute(args: argparse.Namespace) -> int:
     from xcompat.coverage.diff import changed_lines
     from xcompat.coverage.report import (
@@ -73,7 +124,7 @@ def execute(args: argparse.Namespace) -> int:
         merge_coverage,
     )
     from xcompat.coverage.thresholds import resolve_thresholds
-    from xcompat.errors import InputError, UsageError
+    from xcompat.errors import UsageError
     from xcompat.jsonio import atomic_write_text, write_json
     from xcompat.log import get_logger
 
@@ -101,20 +152,7 @@ def execute(args: argparse.Namespace) -> int:
     )
     with log.group(f"coverage merge ({len(cells)} artifacts)"):
         report = merge_coverage(options, changed=changed)
-    for problem in report.result.errors:
-        log.warning(
-            f"{problem.message}"
-            + (f" (cell {problem.cell_id})" if problem.cell_id else "")
-            + "; merged the rest",
-            file=problem.file,
-        )
-    for warning in report.result.warnings:
-        log.warning(warning)
-    if not report.result.cells:
-        raise InputError(
-            f"none of the {len(cells)} coverage artifact(s) could be merged",
-            details=[str(e) for e in report.result.errors[:10]],
-        )
+    _log_merge_problems(report, len(cells))
     doc = report.document
     write_json(args.out_dir / JSON_NAME, doc, schema="coverage")
     atomic_write_text(args.out_dir / COBERTURA_NAME, report.cobertura)
@@ -125,23 +163,6 @@ def execute(args: argparse.Namespace) -> int:
             f"{doc['cobertura']['omitted_reason']}"
         )
     log.write_summary(report.markdown)
-    log.set_output(
-        "coverage-percent", "" if doc["totals"]["percent"] is None else str(doc["totals"]["percent"])
-    )
-    if doc["diff"] is not None:
-        log.set_output(
-            "coverage-diff-percent", "" if doc["diff"]["percent"] is None else str(doc["diff"]["percent"])
-        )
-        shown = 0
-        for f in doc["diff"]["files"]:
-            for start, end in f["uncovered_ranges"]:
-                if shown < 10:
-                    lines = f"lines {start}-{end}" if end != start else f"line {start}"
-                    log.warning(
-                        f"{lines} changed but not covered by any cell", file=prefix + f["path"], line=start
-                    )
-                shown += 1
-    for check in doc["gate"]:
-        (log.success if check["passed"] else log.error)(f"coverage {check['name']}: {check['reason']}")
+    _announce(doc, prefix)
     log.info(f"{args.out_dir}: {doc['summary']}")
     return 0 if doc["status"] == "passed" else 1
