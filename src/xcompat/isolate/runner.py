@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -31,7 +31,6 @@ from xcompat.cpus import usable_cpus
 from xcompat.isolate import zygote
 from xcompat.isolate.child import FAILED_OUTSIDE_TESTS_EXIT, ChildPlan, install_leak_check, prepare_parent
 from xcompat.isolate.classify import (
-    BODY_NEVER_RAN,
     died_in_a_test,
     failed_outside_tests,
     record_from_collection_error,
@@ -45,6 +44,7 @@ from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import Isolation, TestRecord
 from xcompat.isolate.processes import ForkLauncher, Launcher, read_from, remove_files
+from xcompat.isolate.pytest_output import show_crash, show_error, show_verdict_only
 from xcompat.isolate.scheduler import run_groups
 from xcompat.isolate.strays import become_subreaper, collect_strays
 from xcompat.isolate.tracked import RunningTest, TestProcess
@@ -227,7 +227,7 @@ class IsolatedRunner:
             if self.timeout_s and record.duration_s > self.timeout_s:
                 # nothing can stop a test in this process, but its limit holds as in the others
                 record = record_over_time(record, timeout_s=self.timeout_s, why="not stopped: --isolate none cannot stop a test")
-            self._report_verdict_only(session.config, running, record)
+            show_verdict_only(session.config, running, record)
             self._store(record)
             if session.shouldstop:
                 break
@@ -282,7 +282,7 @@ class IsolatedRunner:
                 process.timed_out = False
                 process.kill_at = None
                 process.crash_start = os.path.getsize(process.crash_path) if os.path.exists(process.crash_path) else 0
-            self._report_verdict_only(config, current, record)
+            show_verdict_only(config, current, record)
             self._store(record)
             config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=current.location)
             process.finished.add(nodeid)
@@ -333,7 +333,7 @@ class IsolatedRunner:
                 leaks=current.leaks,
             )
             self._store(record)
-            self._report_crash(config, current, record.longrepr, record.duration_s)
+            show_crash(config, current, record.longrepr, record.duration_s)
         elif failed_outside_tests(status) and not process.killed:
             unfinished = [i.nodeid for i in process.items if i.nodeid not in process.finished]
             text = read_from(process.out_path, 0) + read_from(process.crash_path, 0)
@@ -348,7 +348,7 @@ class IsolatedRunner:
                 process.finished.add(record.nodeid)
                 item = next((i for i in process.items if i.nodeid == record.nodeid), None)
                 if item is not None:
-                    self._report_error(config, item, record.message, record.longrepr, when="setup")
+                    show_error(config, item, record.message, record.longrepr, when="setup")
         started = process.finished | ({current.nodeid} if current else set())
         remove_files(process)
         if self.subreaper:
@@ -370,57 +370,6 @@ class IsolatedRunner:
             findings=record.findings + tuple(s.finding(nodeid) for s in strays),
             message=f"{record.message}; {note}" if record.message else note,
         )
-
-    def _report_crash(self, config: Any, current: RunningTest, longrepr: str, duration: float) -> None:
-        """Show the crash in pytest's own output (and in ``--junitxml``) as a failed call."""
-        from _pytest.reports import TestReport
-
-        report = TestReport(
-            nodeid=current.nodeid,
-            location=current.location,
-            keywords=current.keywords,
-            outcome="failed",
-            longrepr=longrepr,
-            when="call",
-            duration=duration,
-        )
-        config.hook.pytest_runtest_logreport(report=report)
-        config.hook.pytest_runtest_logfinish(nodeid=current.nodeid, location=current.location)
-
-    def _report_verdict_only(self, config: Any, running: RunningTest, record: TestRecord) -> None:
-        """A test pytest saw pass that the verdict does not count as passed (it ran over its
-        timeout, or leaked): an error at teardown in pytest's own output too."""
-        if record.outcome == "timeout":
-            self._report_error(config, running, record.message, "", when="teardown")
-        elif record.outcome == "leaked":
-            self._report_error(config, running, f"leaked: {record.message}", "", when="teardown")
-        elif record.message == BODY_NEVER_RAN:
-            self._report_error(config, running, BODY_NEVER_RAN, "", when="teardown")
-
-    def _report_error(
-        self, config: Any, test: Any, message: str, text: str, *, when: Literal["setup", "teardown"]
-    ) -> None:
-        """Show in pytest's own output (the terminal summary and ``--junitxml``) what the
-        verdict counts and pytest never saw: a test whose process failed outside it (an error
-        at ``setup``: ``test`` is its item), or one that ran past its timeout but ended, or
-        passed and leaked (``teardown``, after its own reports: ``test`` is its running test)."""
-        from _pytest.reports import TestReport
-
-        keywords: Any = test.keywords if isinstance(test, RunningTest) else dict.fromkeys(test.keywords, 1)
-        if when == "setup":
-            config.hook.pytest_runtest_logstart(nodeid=test.nodeid, location=test.location)
-        report = TestReport(
-            nodeid=test.nodeid,
-            location=test.location,
-            keywords=keywords,
-            outcome="failed",
-            longrepr=f"{message}\n{text}" if text else message,
-            when=when,
-            duration=0.0,
-        )
-        config.hook.pytest_runtest_logreport(report=report)
-        if when == "setup":
-            config.hook.pytest_runtest_logfinish(nodeid=test.nodeid, location=test.location)
 
     def cleanup(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)

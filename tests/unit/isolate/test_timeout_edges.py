@@ -47,13 +47,13 @@ def test_a_kill_after_the_overdue_test_ended_blames_no_other_test(tmp_path):
     assert runner.records == {}
 
 
-def test_a_hang_the_watchdog_killed_is_still_blamed_on_the_test_that_hung(tmp_path):
+def test_a_hang_the_watchdog_killed_is_still_blamed_on_the_test_that_hung(tmp_path, monkeypatch):
     runner = IsolatedRunner(isolation="file", slots=[DeviceSlot(label="cpu")], timeout_s=1.0, threads=None)
     items = [_item("a"), _item("b")]
     process = _process(tmp_path, items, killed=True, timed_out=True, status=signal.SIGKILL)
     process.finished.add("t.py::a")
     calls = []
-    runner._report_crash = lambda *a, **k: calls.append(a)
+    monkeypatch.setattr("xcompat.isolate.runner.show_crash", lambda *a, **k: calls.append(a))
     try:
         leftover = runner.on_exit(None, process)
     finally:
