@@ -1,6 +1,6 @@
 """Running a command inside an emulated root.
 
-The command runs in a private mount namespace (``unshare --mount``): ``/proc``, ``/dev`` and
+The command runs in a private mount namespace (``unshare --mount``): ``/proc``, ``/dev``, ``/sys`` and
 the work folders are bound into the root there, and the kernel drops those mounts when the
 namespace's last process ends, so a hang, a kill or a cancelled job never leaves a mount behind
 on the host. ``QEMU_CPU`` selects the CPU model QEMU emulates, for every process of the command.
@@ -73,7 +73,9 @@ def command(run: RootRun, argv: Sequence[str], *, cwd: str = "/") -> list[str]:
     root = str(run.root)
     steps = ["set -e",
              f"mount --rbind /proc {shlex.quote(root + '/proc')}",
-             f"mount --rbind /dev {shlex.quote(root + '/dev')}"]
+             f"mount --rbind /dev {shlex.quote(root + '/dev')}",
+             # libraries read the CPU list there (torch's cpuinfo), as on a real machine
+             f"mount --rbind /sys {shlex.quote(root + '/sys')}"]
     for bind in run.binds:
         inside = root + "/" + bind.inside.strip("/")
         steps.append(f"mkdir -p {shlex.quote(inside)}")
