@@ -39,6 +39,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("abi", "isa"): ("xcompat.commands.abi_isa", "list instructions above an ISA floor (x86-64-v2, armv8.0-a), per function"),
     ("probe",): ("xcompat.commands.probe", "describe this machine's device stack and check it"),
     ("kernels", "run"): ("xcompat.commands.kernels_run", "build and run the conformance kernels with a fallback chain"),
+    ("kernels", "operators"): ("xcompat.commands.kernels_operators", "check the project's own PyTorch operators from declared samples"),
     ("test",): ("xcompat.commands.test", "run a project's tests, each isolated, with crash, hang and leak detection"),
     ("coverage", "collect"): ("xcompat.commands.coverage_collect", "gather Python and native coverage in a test cell"),
     ("coverage", "merge"): ("xcompat.commands.coverage_merge", "merge the coverage of all cells, with diff coverage"),
