@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat.errors import InputError
+from xcompat.isolate.outcomes import Outcome
 
 # valgrind <kind> -> category. Leak kinds we do not report (possibly lost, still
 # reachable) are filtered out by the flags we pass; listed here so the mapping is total.
@@ -143,7 +144,7 @@ def subtract_baseline(findings: Sequence[Finding], baseline: Sequence[Finding]) 
     return [f for f in findings if f.key not in known]
 
 
-def outcome_for(findings: Sequence[Finding], current: str) -> str:
+def outcome_for(findings: Sequence[Finding], current: Outcome) -> Outcome:
     """A test's outcome once findings are attached: leaks -> leaked, memory errors -> failed."""
     if current in ("crashed", "timeout", "error"):
         return current

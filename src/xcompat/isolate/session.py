@@ -12,13 +12,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from xcompat import interrupts
 from xcompat.errors import UnavailableError, UsageError
 from xcompat.isolate.devices import DeviceSlot, cpu_slots, detect_accelerator, plan_slots
 from xcompat.isolate.leaks import LeakPolicy
 from xcompat.isolate.outcomes import Isolation, RunResult, TestRecord
+
+if TYPE_CHECKING:
+    from xcompat.isolate.warmup import WarmState
 
 StartMethod = Literal["auto", "fork", "spawn"]
 Deep = Literal["valgrind", "compute-sanitizer"]
@@ -105,55 +108,10 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
     slots = resolve_slots(options.devices, env)
     if isolation == "none":
         slots = slots[:1]
-
-    from xcompat.isolate.warmup import WarmState, scan_roots, suite_imports, warm_parent
-
-    warm = WarmState()
-    warm_torch_late = False
-    numba_named = False
-    if isolation != "none" and method == "fork":
-        use_torch = options.warm_torch
-        named = suite_imports(scan_roots(options.paths, Path.cwd()),
-                              ("torch", "numba") if use_torch is None else ("numba",))
-        numba_named = "numba" in named
-        if use_torch is None:  # auto: only a suite that imports torch gets it warmed
-            use_torch = "torch" in named
-            warm_torch_late = not use_torch
-        warm = warm_parent(preload=options.preload, use_torch=use_torch)
-
-    # The plugin package is imported before pytest can mark it for assertion rewriting.
-    args = [
-        "-W",
-        "ignore:Module already imported so cannot be rewritten; xcompat:pytest.PytestAssertRewriteWarning",
-    ]
-    args += [*options.paths, *options.pytest_args]
-    if options.rootdir:
-        args += ["--rootdir", options.rootdir]
-    runner: Any
-    if method == "spawn" and isolation != "none":
-        from xcompat.isolate.spawned import SpawnRunner
-
-        runner = SpawnRunner(
-            isolation=isolation,
-            slots=slots,
-            timeout_s=options.timeout_s,
-            leak_kinds=options.leak_kinds,
-            leak_policy=options.leak_policy,
-            args=tuple(options.pytest_args),
-        )
-    else:
-        from xcompat.isolate.runner import IsolatedRunner
-
-        runner = IsolatedRunner(
-            isolation=isolation,
-            slots=slots,
-            timeout_s=options.timeout_s,
-            threads=warm.threads,
-            leak_kinds=options.leak_kinds,
-            leak_policy=options.leak_policy,
-            warm_torch_after_collection=warm_torch_late,
-            warm_numba=numba_named,
-        )
+    warm, warm_torch_late, numba_named = _warm_up(options, method)
+    args = _pytest_args(options)
+    runner = _make_runner(options, method, slots, warm.threads, warm_torch_late=warm_torch_late,
+                          warm_numba=numba_named)
     try:
         exit_code = int(pytest.main(args, plugins=[runner, *plugins]))
         records = runner.results()
@@ -165,7 +123,112 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
         runner.cleanup()
     if runner.interrupted:
         raise interrupts.error("no results were written")
-    # never green when the session stopped early: what has no result is an error
+    records = _records_of_session(options, runner, exit_code, records, collected, args)
+
+    not_run = 0
+    if getattr(runner, "collection_errors", None):
+        recorded = {r.nodeid for r in records}
+        not_run = sum(1 for nodeid in collected if nodeid not in recorded)
+
+    findings: tuple[dict[str, Any], ...] = ()
+    if options.deep:
+        records, findings = _deep_checks(options, records, collected, env)
+
+    return RunResult(
+        records=tuple(records),
+        isolation=isolation,
+        start_method="in-process" if isolation == "none" else method,
+        timeout_s=options.timeout_s,
+        duration_s=time.monotonic() - start,
+        cell_id=options.cell_id,
+        leak_checks=options.leak_kinds,
+        deep=options.deep,
+        devices=tuple(slot.label for slot in slots),
+        warmup=warm.to_dict(),
+        findings=findings,
+        pytest_exit=exit_code,
+        not_run=not_run,
+    )
+
+
+def _warm_up(options: RunOptions, method: str) -> tuple[WarmState, bool, bool]:
+    """Warm this parent before collection, for forked test processes to inherit: the warm
+    state, whether torch is to be warmed after collection should it be imported by then (the
+    suite's files never named it), and whether the suite's files name numba."""
+    from xcompat.isolate.warmup import WarmState, scan_roots, suite_imports, warm_parent
+
+    if options.isolation == "none" or method != "fork":
+        return WarmState(), False, False
+    use_torch = options.warm_torch
+    named = suite_imports(scan_roots(options.paths, Path.cwd()),
+                          ("torch", "numba") if use_torch is None else ("numba",))
+    warm_torch_late = False
+    if use_torch is None:  # auto: only a suite that imports torch gets it warmed
+        use_torch = "torch" in named
+        warm_torch_late = not use_torch
+    return warm_parent(preload=options.preload, use_torch=use_torch), warm_torch_late, "numba" in named
+
+
+def _pytest_args(options: RunOptions) -> list[str]:
+    # The plugin package is imported before pytest can mark it for assertion rewriting.
+    args = [
+        "-W",
+        "ignore:Module already imported so cannot be rewritten; xcompat:pytest.PytestAssertRewriteWarning",
+    ]
+    args += [*options.paths, *options.pytest_args]
+    if options.rootdir:
+        args += ["--rootdir", options.rootdir]
+    return args
+
+
+def _make_runner(
+    options: RunOptions,
+    method: str,
+    slots: list[DeviceSlot],
+    threads: int | None,
+    *,
+    warm_torch_late: bool,
+    warm_numba: bool,
+) -> Any:
+    """The pytest plugin that runs the session: spawns test processes, or runs them in place
+    or forked from this warm process."""
+    if method == "spawn" and options.isolation != "none":
+        from xcompat.isolate.spawned import SpawnRunner
+
+        return SpawnRunner(
+            isolation=options.isolation,
+            slots=slots,
+            timeout_s=options.timeout_s,
+            leak_kinds=options.leak_kinds,
+            leak_policy=options.leak_policy,
+            args=tuple(options.pytest_args),
+        )
+    from xcompat.isolate.runner import IsolatedRunner
+
+    return IsolatedRunner(
+        isolation=options.isolation,
+        slots=slots,
+        timeout_s=options.timeout_s,
+        threads=threads,
+        leak_kinds=options.leak_kinds,
+        leak_policy=options.leak_policy,
+        warm_torch_after_collection=warm_torch_late,
+        warm_numba=warm_numba,
+    )
+
+
+def _records_of_session(
+    options: RunOptions,
+    runner: Any,
+    exit_code: int,
+    records: list[TestRecord],
+    collected: list[str],
+    args: list[str],
+) -> list[TestRecord]:
+    """The session's records, never green when it stopped early (what has no result is an
+    error); a session that could not run, or ran no test, raises ``UsageError``."""
+    import pytest
+
     from xcompat.isolate.classify import records_without_result
 
     exited = getattr(runner, "exited", None)
@@ -190,31 +253,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
             "no tests were collected from " + (" ".join(options.paths) or "the current folder"),
             hint="check the paths and any -k/-m selection after --",
         )
-
-    not_run = 0
-    if getattr(runner, "collection_errors", None):
-        recorded = {r.nodeid for r in records}
-        not_run = sum(1 for nodeid in collected if nodeid not in recorded)
-
-    findings: tuple[dict, ...] = ()
-    if options.deep:
-        records, findings = _deep_checks(options, records, collected, env)
-
-    return RunResult(
-        records=tuple(records),
-        isolation=isolation,
-        start_method="in-process" if isolation == "none" else method,
-        timeout_s=options.timeout_s,
-        duration_s=time.monotonic() - start,
-        cell_id=options.cell_id,
-        leak_checks=options.leak_kinds,
-        deep=options.deep,
-        devices=tuple(slot.label for slot in slots),
-        warmup=warm.to_dict(),
-        findings=findings,
-        pytest_exit=exit_code,
-        not_run=not_run,
-    )
+    return records
 
 
 def _check_deep_tool(deep: str | None, env: Mapping[str, str]) -> None:
@@ -238,7 +277,7 @@ def _deep_checks(
     records: Sequence[TestRecord],
     collected: Sequence[str],
     env: Mapping[str, str],
-) -> tuple[list[TestRecord], tuple[dict, ...]]:
+) -> tuple[list[TestRecord], tuple[dict[str, Any], ...]]:
     """Re-run the tests that ran under a memory checker; attach what each one adds."""
     from xcompat.isolate.sanitizers import dedupe, outcome_for
 
@@ -265,6 +304,6 @@ def _deep_checks(
             message = record.message
             if outcome != record.outcome:
                 message = f"{len(as_dicts)} {options.deep} finding(s): " + as_dicts[0]["summary"]
-            record = replace(record, findings=as_dicts, outcome=outcome, message=message)  # type: ignore[arg-type]
+            record = replace(record, findings=as_dicts, outcome=outcome, message=message)
         updated.append(record)
     return updated, tuple(f.to_dict() for f in dedupe(all_findings))
