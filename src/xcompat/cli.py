@@ -167,7 +167,7 @@ def _ended(exc: BaseException, command: str) -> int:
     """Report how the command ended and return its exit code. One a signal stopped first ends
     every process it started that still runs."""
     from xcompat import interrupts
-    from xcompat.log import get_logger
+    from xcompat.log import get_logger, report_error
 
     signal_name = interrupts.received()
     if isinstance(exc, XcompatError) and not isinstance(exc, Interrupted) and signal_name is None:
@@ -189,16 +189,6 @@ def _group_parser(parser: argparse.ArgumentParser, group: str | None) -> argpars
         if isinstance(action, argparse._SubParsersAction) and group in action.choices:
             return action.choices[group]
     return parser
-
-
-def report_error(exc: XcompatError) -> None:
-    from xcompat.log import get_logger
-
-    log = get_logger()
-    text = exc.message + (f" ({exc.hint})" if exc.hint else "")
-    log.error(text, file=exc.file, line=exc.line, column=exc.column)
-    for detail in exc.details:
-        log.info(f"  {detail}")
 
 
 def run() -> int:

@@ -11,10 +11,10 @@ the process dies with SIGSEGV instead of raising ``RuntimeError``.
 Used by the kernels build (xcompat.kernels.build): before a cold build, a probe library
 compiled and linked with the same compiler (:func:`check_compiler`, about a second) so the
 build is refused before it starts, and the built or cached library's ELF file
-(:func:`carried_runtime`). And by ``xcompat abi links`` (xcompat.abi.links) and the build
-audit (xcompat.builder.audit) for every library of a wheel that needs torch's libraries
-(:func:`beside_torch`, on their own ELF reader's result). Linux/ELF only: other
-platforms return "no finding".
+(:func:`carried_runtime`). And by the build audit (xcompat.builder.audit) for every library
+of a wheel that needs torch's libraries (:func:`beside_torch`, on their own ELF reader's
+result). The rule itself and the ELF check are :mod:`xcompat.abi.runtimes`, where ``xcompat
+abi links`` takes them from. Linux/ELF only: other platforms return "no finding".
 """
 
 from __future__ import annotations
@@ -22,77 +22,35 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
+from xcompat.abi.runtimes import (
+    RUNTIME_SYMBOLS,
+    SHARED_RUNTIMES,
+    beside_torch,
+    carried_runtime,
+    runtime_finding,
+)
 from xcompat.errors import ToolError
 
-# Defined (not merely referenced) in a shared object only when the C++ runtime itself was
-# linked into it: std::locale::classic(), the exception thrower, the iostreams initialiser.
-RUNTIME_SYMBOLS = {
-    "_ZNSt6locale7classicEv": "std::locale::classic()",
-    "__cxa_throw": "__cxa_throw",
-    "_ZNSt8ios_base4InitC1Ev": "std::ios_base::Init::Init()",
-}
-SHARED_RUNTIMES = ("libstdc++.so", "libc++.so")
+# The rule lives with xcompat's ELF reader (xcompat.abi.runtimes); named here too for the
+# kernels build and the build audit, which take the whole of the check from this module.
+__all__ = [
+    "RUNTIME_SYMBOLS",
+    "SHARED_RUNTIMES",
+    "beside_torch",
+    "carried_runtime",
+    "check_compiler",
+    "refusal",
+    "runtime_finding",
+]
 
 _PROBE_SOURCE = """\
 #include <sstream>
 #include <string>
 std::string xcompat_runtime_probe(long value) { std::ostringstream out; out << value; return out.str(); }
 """
-
-
-def carried_runtime(library: Path) -> str | None:
-    """Why ``library`` (a shared object known to use the C++ standard library) carries its
-    own C++ runtime, or None.
-
-    Evidence, in order: it exports one of :data:`RUNTIME_SYMBOLS`; or it needs no shared
-    C++ runtime at all (a static copy with hidden or stripped symbols leaves none to find).
-    Reads the dynamic section and the dynamic symbol table only.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    import struct
-
-    from xcompat.abi.elf import ElfError, read_elf  # xcompat's one ELF reader, about 1 ms here
-
-    try:
-        lib = read_elf(library, display_name=library.name, want_fatbin=False)
-    except (OSError, ElfError, struct.error) as exc:
-        return f"cannot read {library.name} as ELF ({exc})"
-    return runtime_finding(library.name, lib.needed, lib.exports, uses_std=True)
-
-
-def beside_torch(name: str, needed: Iterable[str], exported: Iterable[str]) -> str | None:
-    """For a library of a wheel (``xcompat abi links``, the build audit): why it carries its
-    own C++ runtime beside torch's; None when it does not, or needs none of torch's libraries
-    (then the two runtimes never meet)."""
-    from xcompat.abi.links import TORCH_LIBRARY
-
-    needed = list(needed)
-    if not any(TORCH_LIBRARY.match(n) for n in needed):
-        return None
-    return runtime_finding(name, needed, exported, uses_std=False)
-
-
-def runtime_finding(name: str, needed: Iterable[str], exported: Iterable[str], *, uses_std: bool) -> str | None:
-    """The rule, on what any ELF reader found: ``needed`` (DT_NEEDED entries) and
-    ``exported`` (defined dynamic symbols, raw or readable names, with or without their
-    ``@version``) of the library ``name``.
-
-    ``uses_std``: the library is known to use the C++ standard library (the kernels, the
-    probe). Only then does needing no shared C++ runtime count as evidence: a third-party
-    extension that happens to use no ``std::`` code needs none and carries none either.
-    """
-    needed = list(needed)
-    names = [s.partition("@")[0] for s in exported]
-    carried = [RUNTIME_SYMBOLS.get(s, s) for s in names if s in RUNTIME_SYMBOLS or s in RUNTIME_SYMBOLS.values()]
-    if carried:
-        return f"{name} defines {', '.join(dict.fromkeys(carried))} itself: the C++ runtime is linked in statically"
-    if uses_std and not any(n.startswith(SHARED_RUNTIMES) for n in needed):
-        return f"{name} needs no shared C++ runtime (DT_NEEDED: {', '.join(needed) or 'none'})"
-    return None
 
 
 def refusal(what: str, finding: str, cxx: str) -> ToolError:

@@ -136,7 +136,7 @@ def _adopt() -> None:
     global _noted
     if not sys.platform.startswith("linux"):
         return
-    from xcompat.isolate.strays import become_subreaper
+    from xcompat.subreaper import become_subreaper
 
     become_subreaper()
     table = _processes()

@@ -20,10 +20,13 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from xcompat.ci import detect_forge, is_ci
 from xcompat.neutralise import log_text
+
+if TYPE_CHECKING:
+    from xcompat.errors import XcompatError
 
 Dialect = Literal["github", "gitlab", "terminal"]
 
@@ -212,3 +215,13 @@ def configure(env: Mapping[str, str] | None = None, stream: TextIO | None = None
     global _LOG
     _LOG = Logger(env, stream, verbosity=verbosity)
     return _LOG
+
+
+def report_error(exc: XcompatError) -> None:
+    """Log an xcompat error as the CLI shows it: the message with its hint as an error
+    annotation at its file, then each detail on a line of its own."""
+    log = get_logger()
+    text = exc.message + (f" ({exc.hint})" if exc.hint else "")
+    log.error(text, file=exc.file, line=exc.line, column=exc.column)
+    for detail in exc.details:
+        log.info(f"  {detail}")

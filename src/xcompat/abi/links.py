@@ -31,11 +31,11 @@ from typing import Any
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
 from xcompat.abi.elf.lookup import ElfSymbolIndex
+from xcompat.abi.runtimes import TORCH_LIBRARY
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 TORCH_NAMESPACES = re.compile(r"^_Z(?:T[VIS]|GV)?N?K?(?:3c10|2at|5torch|6caffe2)")
-TORCH_LIBRARY = re.compile(r"^lib(?:c10|torch|shm|caffe2|aoti)")  # sonames of torch's own libraries
 _CPYTHON = re.compile(r"^_?Py|^_Py")
 
 
@@ -247,8 +247,8 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
 
 def _own_cxx_runtime(libs: dict[str, LibraryInterface]) -> list[dict[str, str]]:
     """Libraries that link against torch yet carry a C++ runtime of their own
-    (xcompat.cxxruntime): torch's objects then cross between two runtimes."""
-    from xcompat.cxxruntime import beside_torch
+    (xcompat.abi.runtimes): torch's objects then cross between two runtimes."""
+    from xcompat.abi.runtimes import beside_torch
 
     found = []
     for member, lib in sorted(libs.items()):

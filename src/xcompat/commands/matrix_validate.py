@@ -10,9 +10,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from xcompat.cli import report_error
     from xcompat.errors import XcompatError
-    from xcompat.log import get_logger
+    from xcompat.log import get_logger, report_error
     from xcompat.matrix import load_matrix
     from xcompat.matrix.plan import expand
 

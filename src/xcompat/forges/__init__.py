@@ -1,9 +1,10 @@
 """Delivering reports to code forges (GitHub, GitLab) over their REST APIs.
 
 ``FORGES`` is the one place a forge is named: ``xcompat report --<name>`` takes its flags
-from it, and ``xcompat.ci`` asks its forges which CI this process runs under. Every entry
-satisfies ``xcompat.forges.base.Forge``. Importing the table stays cheap (no dataclasses,
-no HTTP client): the logger reads it at every start, ``--help`` included.
+from it and publishes through each entry, which satisfies ``xcompat.forges.base.Forge``.
+Which forge's CI runs this process is ``xcompat.ci``'s answer (its ``FORGE_MARKERS``),
+which ``Forge.detect`` asks. Importing the table stays cheap (no dataclasses, no HTTP
+client): ``xcompat report --help`` reads it.
 """
 
 from __future__ import annotations

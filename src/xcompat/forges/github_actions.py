@@ -31,7 +31,9 @@ class GitHubForge:
     )
 
     def detect(self, env: Mapping[str, str]) -> bool:
-        return env.get("GITHUB_ACTIONS") == "true"
+        from xcompat.ci import under_forge_ci
+
+        return under_forge_ci(self.name, env)
 
     def artifact_url(self, env: Mapping[str, str], bundle_dir: Path) -> str | None:
         from xcompat.forges.github_context import GitHubContext

@@ -23,7 +23,9 @@ class GitLabForge:
     channels: tuple[str, ...] = ("junit", "codequality", "cobertura", "gitlab_note")
 
     def detect(self, env: Mapping[str, str]) -> bool:
-        return env.get("GITLAB_CI") == "true"
+        from xcompat.ci import under_forge_ci
+
+        return under_forge_ci(self.name, env)
 
     def artifact_url(self, env: Mapping[str, str], bundle_dir: Path) -> str | None:
         job_url = env.get("CI_JOB_URL")

@@ -23,7 +23,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+# Re-exported: the runner and the pipeline take it from here with the rest of this module.
+from xcompat.subreaper import become_subreaper as become_subreaper
 
 
 @dataclass(frozen=True)
@@ -50,20 +51,6 @@ class StrayProcess:
             "count": 1,
             "tests": [nodeid],
         }
-
-
-def become_subreaper(on: bool = True) -> bool:
-    """Make this process the subreaper of its descendants (``on=False``: stop being one);
-    False where that is not available."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def children() -> set[int]:

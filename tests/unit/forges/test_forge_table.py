@@ -1,5 +1,5 @@
-"""The FORGES table is the one place a forge is named: `xcompat report`, the logger and the CI
-detection reach every forge through it, so a forge added to the table alone is published to."""
+"""The FORGES table is the one place a forge is named for `xcompat report`, so a forge added to
+the table alone is published to; its CI is recognised by the marker it adds to xcompat.ci."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class DummyForge:
         self.published: list[tuple[Report, PublishOptions]] = []
 
     def detect(self, env):
-        return env.get("DUMMY_CI") == "yes"
+        return ci.under_forge_ci(self.name, env)
 
     def artifact_url(self, env, bundle_dir):
         return f"https://dummy.example/runs/{env.get('DUMMY_RUN', '0')}/{bundle_dir.name}"
@@ -50,6 +50,7 @@ class DummyForge:
 def dummy(monkeypatch):
     forge = DummyForge()
     monkeypatch.setitem(FORGES, forge.name, forge)
+    monkeypatch.setitem(ci.FORGE_MARKERS, forge.name, ("DUMMY_CI", "yes"))
     return forge
 
 
@@ -108,9 +109,17 @@ def test_one_answer_to_are_we_in_ci(env, forge, under_ci):
     assert Logger(env).dialect == (forge or "terminal")
 
 
-def test_a_forge_added_to_the_table_is_detected(dummy):
+def test_every_forge_of_the_table_has_its_ci_marker():
+    assert set(ci.FORGE_MARKERS) == set(FORGES)
+    for name, (variable, value) in ci.FORGE_MARKERS.items():
+        env = {variable: value}
+        assert ci.detect_forge(env) == name
+        assert [key for key, forge in FORGES.items() if forge.detect(env)] == [name]
+
+
+def test_a_forge_added_with_its_marker_is_detected(dummy):
     env = {"DUMMY_CI": "yes"}
-    assert ci.detect_forge(env) == "dummyforge" and ci.is_ci(env)
+    assert ci.detect_forge(env) == "dummyforge" and ci.is_ci(env) and dummy.detect(env)
     log = Logger(env)
     assert log.ci and log.dialect == "terminal"  # no log syntax of its own: plain lines, timestamped
 
