@@ -257,7 +257,7 @@ def _cli(tmp_path, fake, *, event_name, event, args=None, extra=(), token="good-
     args = (list(args) if args is not None else [str(art), "--plan", str(tmp_path / "plan.json")]) + list(extra)
     proc = subprocess.run(
         [sys.executable, "-m", "xcompat", "report", *args, "--github", "--bundle-dir", str(tmp_path / "bundle")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
     )
     return proc, summary
 

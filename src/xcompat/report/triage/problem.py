@@ -12,8 +12,7 @@ from dataclasses import dataclass
 Rich = tuple[tuple[str, str], ...]
 # One segment as the helpers take it: plain prose, or a (style, text) pair.
 Part = str | tuple[str, str]
-
-
+# Cells a problem line names before "and N more".
 MAX_CELLS_NAMED = 3
 
 
