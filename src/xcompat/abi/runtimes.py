@@ -53,8 +53,6 @@ def beside_torch(name: str, needed: Iterable[str], exported: Iterable[str]) -> s
     """For a library of a wheel (``xcompat abi links``, the build audit): why it carries its
     own C++ runtime beside torch's; None when it does not, or needs none of torch's libraries
     (then the two runtimes never meet)."""
-    from xcompat.abi.links import TORCH_LIBRARY
-
     needed = list(needed)
     if not any(TORCH_LIBRARY.match(n) for n in needed):
         return None
