@@ -167,3 +167,17 @@ def test_a_forge_that_cannot_publish_from_here_stops_the_report_before_reading_r
     assert code == 2
     assert "GITHUB_REPOSITORY is not set" in capsys.readouterr().err
     assert not bundle.exists()
+
+
+def test_every_forge_in_the_table_has_the_protocols_members_and_signatures():
+    """`xcompat report` calls each forge the same way, so no forge may take other parameters."""
+    import inspect
+
+    from xcompat.forges.base import Forge
+
+    for key, forge in FORGES.items():
+        assert all(isinstance(getattr(forge, attr), str) and getattr(forge, attr) for attr in ("title", "flag_help"))
+        assert isinstance(forge.channels, tuple) and forge.channels and all(isinstance(c, str) for c in forge.channels)
+        for method in ("detect", "artifact_url", "publish"):
+            theirs = list(inspect.signature(getattr(type(forge), method)).parameters)
+            assert theirs == list(inspect.signature(getattr(Forge, method)).parameters), (key, method, theirs)
