@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,19 +106,22 @@ def _one_line(exc: BaseException) -> str:
 
 def call_samples(op: str, declared: Declared, where: str) -> list[tuple[Any, ...]]:
     """The argument tuples of one operator; a raising function or a wrong type is a SamplesError."""
+    produced: Any = None
     try:
         produced = declared.samples()
-        items = list(produced) if produced is not None else None
+        if not isinstance(produced, Iterable) or isinstance(produced, (str, bytes, Mapping)):
+            raise SamplesError(
+                f"{where}: the samples function of {op} returned {type(produced).__name__}; "
+                "return a list of argument tuples, e.g. [(torch.randn(4), 2.0)]"
+            )
+        items = list(produced)  # a generator runs here
+    except SamplesError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the project's function may raise anything
         raise SamplesError(
             f"{where}: the samples function of {op} raised {type(exc).__name__}: {_one_line(exc)}; "
             "make it return a list of argument tuples"
         ) from None
-    if items is None or isinstance(produced, (str, bytes, Mapping)):
-        raise SamplesError(
-            f"{where}: the samples function of {op} returned {type(produced).__name__}; "
-            "return a list of argument tuples, e.g. [(torch.randn(4), 2.0)]"
-        )
     if not items:
         raise SamplesError(f"{where}: the samples function of {op} returned no samples; return at least one")
     for index, item in enumerate(items):

@@ -1,0 +1,70 @@
+"""The checks of one operator, run on Python functions with planted bugs (opcheck off: no dispatcher op)."""
+
+from __future__ import annotations
+
+import torch
+
+from xcompat.operators.checks import check_operator
+from xcompat.testing.reference import DEFAULT_TOLERANCES
+
+
+def _run(fn, samples, reference=None):
+    return check_operator(fn, samples, "cpu", reference, DEFAULT_TOLERANCES, opcheck=False)
+
+
+def _ignores_strides(x: torch.Tensor, s: float) -> torch.Tensor:
+    if x.dtype != torch.float32:
+        raise RuntimeError("expected float32")
+    flat = x.as_strided((x.numel(),), (1,))  # reads the storage in memory order
+    return (flat * s).reshape(x.shape)
+
+
+def test_a_kernel_that_ignores_strides_is_named_with_its_case_and_largest_error() -> None:
+    run = _run(_ignores_strides, [(torch.randn(5, 4), 2.0)], reference=lambda x, s: x * s)
+    status, detail = run.checks["result"]
+    assert status == "failed"
+    assert detail.startswith("non-contiguous, float32: largest error ")
+    failed = {c.name for c in run.cases if c.status == "failed"}
+    assert {"non-contiguous, float32", "transposed, float32"} <= failed
+    assert "float32" not in failed
+    refused = {c.name for c in run.cases if c.status == "refused"}
+    assert refused == {"float16", "bfloat16", "float64"}  # one refusal per dtype it does not take
+    assert run.accepted == {"float32"}
+
+
+def test_without_a_reference_the_contiguous_cpu_result_finds_the_same_bug() -> None:
+    run = _run(_ignores_strides, [(torch.randn(5, 4), 2.0)])
+    assert run.checks["result"][0] == "failed" and "non-contiguous, float32" in run.checks["result"][1]
+
+
+def test_a_correct_operator_passes_every_check_it_can_run() -> None:
+    run = _run(lambda x, y: x + y, [(torch.randn(3, 4), torch.randn(3, 4))], reference=lambda x, y: x + y)
+    statuses = {name: status for name, (status, _) in run.checks.items()}
+    assert statuses == {"result": "passed", "determinism": "passed", "nan_from_finite": "passed",
+                        "mixed_device": "not_run", "opcheck": "not_run"}
+    assert run.accepted == {"float16", "bfloat16", "float32", "float64"}
+    assert not [c for c in run.cases if c.status != "passed"]
+
+
+def test_nondeterminism_and_nan_from_finite_inputs_are_their_own_checks() -> None:
+    calls = [0]
+
+    def flaky(x: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return x + calls[0] * 1e-3
+
+    assert _run(flaky, [(torch.ones(4),)]).checks["determinism"][0] == "failed"
+
+    def makes_nan(x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x - 10) if x.numel() else x
+
+    nan = _run(makes_nan, [(torch.ones(4),)], reference=lambda x: x)
+    assert nan.checks["nan_from_finite"][0] == "failed"
+
+
+def test_the_declared_sample_itself_must_run() -> None:
+    def refuses(x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("not implemented")
+
+    run = _run(refuses, [(torch.ones(4),)])
+    assert run.checks["result"] == ("failed", "float32: RuntimeError: not implemented")
