@@ -2,7 +2,7 @@
 lines that point to the full report where something was left out.
 
 One neutralising layer for text from results (``xcompat.neutralise``); the short names are
-the Markdown renderers' vocabulary and are used by the forges' renderers too.
+the vocabulary of the section modules.
 """
 
 from __future__ import annotations
