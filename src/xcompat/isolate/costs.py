@@ -33,6 +33,7 @@ with one line saying why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -41,9 +42,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Mode = Literal["test", "file", "none"]
 
@@ -178,7 +179,7 @@ class _Run:
     seconds: float
     returncode: int | None  # None: stopped at its limit
     log: Path
-    found: dict | None  # what the plugin wrote
+    found: dict[str, Any] | None  # what the plugin wrote (xcompat.isolate.costs_plugin)
 
 
 class _Runner:
@@ -193,7 +194,7 @@ class _Runner:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def run(self, argv: Sequence[str], *, limit: float, plan: dict) -> _Run:
+    def run(self, argv: Sequence[str], *, limit: float, plan: Mapping[str, object]) -> _Run:
         self.count += 1
         tag = f"run{self.count}"
         out = self.folder / f"{tag}.json"
@@ -224,14 +225,12 @@ class _Runner:
         return _Run(seconds=seconds, returncode=code, log=log, found=found)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM for the run's process group (``xcompat test`` then ends its test processes
     itself), SIGKILL for what is left after the grace period."""
     for sig, wait in ((signal.SIGTERM, _STOP_GRACE_S), (signal.SIGKILL, _STOP_GRACE_S)):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
         try:
             proc.wait(timeout=wait)
             return
@@ -280,83 +279,123 @@ def measure(
 
 def _measure(runner: _Runner, paths: list[str], args: list[str], budget_s: float, bound: Bound) -> Measurement:
     targets = " ".join(paths) or "the project folder"
+    suite = _Suite(runner, paths, args, targets)
     # 1. What there is to run.
-    limit = min(runner.left(), budget_s / 2)
-    collect = runner.run(["-m", "pytest", "--collect-only", "-q", *paths, *args], limit=limit, plan={})
-    if collect.returncode is None:
-        raise NotMeasured(f"collecting the tests took more than {limit:.0f} s")
-    found = collect.found
-    if found is None:
-        raise NotMeasured(f"pytest could not collect {targets} (exit {collect.returncode}): "
-                          + _tail(collect.log, prefer="ERROR"))
-    if found["errors"]:
-        raise NotMeasured(f"pytest could not collect {one_line(found['errors'][0])}")
-    collected: list[str] = found["collected"]
-    if not collected:
-        raise NotMeasured(f"no tests were collected from {targets}")
+    collected, collect_s = suite.collect(limit=min(runner.left(), budget_s / 2))
     files = list(dict.fromkeys(file_of(n) for n in collected))
-    tests = len(collected)
-    collect_s = collect.seconds
-
     # 2. Plain pytest: the baseline, and the sample the other modes run.
-    limit = min(runner.left(), budget_s / 3)
-    plain = runner.run(["-m", "pytest", "-q", *paths, *args], limit=limit,
-                       plan={"stop_after_s": budget_s * SAMPLE_SHARE})
-    if plain.returncode is None:
-        raise NotMeasured(f"plain pytest did not finish a test file within {limit:.0f} s")
-    if plain.found is None:
-        raise NotMeasured(f"plain pytest could not run {targets} (exit {plain.returncode}): " + _tail(plain.log))
-    done: list[str] = plain.found["files_done"]
-    if not done:
-        raise NotMeasured(f"plain pytest ran no test of {targets} in its own process (exit {plain.returncode}): "
-                          + _tail(plain.log))
-    sampled = bool(plain.found["stopped"])
-    sample = set(done) if sampled else set(files)
-    sample_tests = sum(1 for n in collected if file_of(n) in sample) if sampled else tests
-    scale = tests / max(sample_tests, 1)
-
-    def whole(seconds: float) -> float:
-        return collect_s + max(seconds - collect_s, 0.0) * scale
-
-    plain_s = whole(plain.seconds)
-    allowed = bound.limit(plain.seconds, sample_tests)
-
+    sample = suite.plain(collected, files, collect_s, limit=min(runner.left(), budget_s / 3),
+                         stop_after_s=budget_s * SAMPLE_SHARE)
+    allowed = bound.limit(sample.plain.seconds, sample.tests)
     # 3. The isolated modes on the same sample; each stopped once it is surely over the bound.
-    costs: dict[str, ModeCost] = {}
     modes: tuple[Mode, ...] = ("test", "file")
-    for mode in modes:
-        limit = min(runner.left(), 2 * allowed + 5)
-        if limit <= 1:
-            costs[mode] = ModeCost(mode, None)
-            continue
-        argv = ["-m", "xcompat", "test", *paths, "--isolate", mode, "--", *args]
-        run = runner.run(argv, limit=limit, plan={"files": sorted(sample) if sampled else None})
-        if run.returncode is None:
-            if run.seconds >= allowed:
-                costs[mode] = ModeCost(mode, whole(run.seconds), over=True)
-            else:
-                costs[mode] = ModeCost(mode, None)
-            continue
-        if run.returncode not in (0, 1):
-            raise NotMeasured(f"xcompat test --isolate {mode} could not run {targets} (exit {run.returncode}): "
-                              + _tail(run.log, prefer="error:"))
-        costs[mode] = ModeCost(mode, whole(run.seconds))
-
+    costs: dict[str, ModeCost] = {mode: suite.isolated(mode, sample, allowed) for mode in modes}
     # 4. Plain pytest once more, on the sample: the faster of its two runs counts. The first run
     # of the suite also pays for reading its libraries from disk (a JIT's are large), which the
     # isolated runs after it do not.
-    if runner.left() > plain.seconds + 1:
-        again = runner.run(["-m", "pytest", "-q", *paths, *args], limit=min(runner.left(), 2 * plain.seconds + 5),
-                           plan={"files": sorted(sample) if sampled else None})
-        if again.returncode is not None and again.found is not None and again.found["ran"] == sample_tests:
-            plain_s = whole(min(plain.seconds, again.seconds))
+    plain_s = suite.plain_again(sample)
 
+    tests = len(collected)
     measurement = Measurement(plain_s=plain_s, costs=costs, tests=tests, files=len(files),
-                              sample_tests=sample_tests, sample_files=len(sample), bound=bound, decision="test")
+                              sample_tests=sample.tests, sample_files=len(sample.files), bound=bound,
+                              decision="test")
     in_test, in_file = measurement.within("test"), measurement.within("file")
     if in_test is None:
         raise NotMeasured(f"xcompat test --isolate test did not finish in the time left of {budget_s:.0f} s "
                           "(--measure-timeout)")
     decision: Mode = "test" if in_test else ("none" if in_file is False else "file")
-    return Measurement(plain_s=plain_s, costs=costs, tests=tests, files=len(files), sample_tests=sample_tests,
-                       sample_files=len(sample), bound=bound, decision=decision)
+    return replace(measurement, decision=decision)
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """What plain pytest ran first: the files the other runs take too, and how a run of them
+    scales to the whole suite."""
+
+    plain: _Run
+    sampled: bool  # plain pytest was stopped: the sample is the files it finished
+    files: set[str]
+    tests: int
+    collect_s: float
+    scale: float
+
+    def whole(self, seconds: float) -> float:
+        """A run's time on the sample, scaled to the whole suite (collection is paid once)."""
+        return self.collect_s + max(seconds - self.collect_s, 0.0) * self.scale
+
+    def plan(self) -> Mapping[str, object]:
+        return {"files": sorted(self.files) if self.sampled else None}
+
+
+class _Suite:
+    """The runs of one measurement, each raising :class:`NotMeasured` when it cannot count."""
+
+    def __init__(self, runner: _Runner, paths: list[str], args: list[str], targets: str) -> None:
+        self.runner = runner
+        self.paths = paths
+        self.args = args
+        self.targets = targets
+
+    def collect(self, *, limit: float) -> tuple[list[str], float]:
+        """The collected test ids, and how long collecting took."""
+        collect = self.runner.run(["-m", "pytest", "--collect-only", "-q", *self.paths, *self.args], limit=limit,
+                                  plan={})
+        if collect.returncode is None:
+            raise NotMeasured(f"collecting the tests took more than {limit:.0f} s")
+        found = collect.found
+        if found is None:
+            raise NotMeasured(f"pytest could not collect {self.targets} (exit {collect.returncode}): "
+                              + _tail(collect.log, prefer="ERROR"))
+        if found["errors"]:
+            raise NotMeasured(f"pytest could not collect {one_line(found['errors'][0])}")
+        collected: list[str] = found["collected"]
+        if not collected:
+            raise NotMeasured(f"no tests were collected from {self.targets}")
+        return collected, collect.seconds
+
+    def plain(self, collected: list[str], files: list[str], collect_s: float, *, limit: float,
+              stop_after_s: float) -> _Sample:
+        """Plain pytest, stopped after the file that ends past ``stop_after_s``."""
+        plain = self.runner.run(["-m", "pytest", "-q", *self.paths, *self.args], limit=limit,
+                                plan={"stop_after_s": stop_after_s})
+        if plain.returncode is None:
+            raise NotMeasured(f"plain pytest did not finish a test file within {limit:.0f} s")
+        if plain.found is None:
+            raise NotMeasured(f"plain pytest could not run {self.targets} (exit {plain.returncode}): "
+                              + _tail(plain.log))
+        done: list[str] = plain.found["files_done"]
+        if not done:
+            raise NotMeasured(f"plain pytest ran no test of {self.targets} in its own process "
+                              f"(exit {plain.returncode}): " + _tail(plain.log))
+        sampled = bool(plain.found["stopped"])
+        sample = set(done) if sampled else set(files)
+        sample_tests = sum(1 for n in collected if file_of(n) in sample) if sampled else len(collected)
+        return _Sample(plain=plain, sampled=sampled, files=sample, tests=sample_tests, collect_s=collect_s,
+                       scale=len(collected) / max(sample_tests, 1))
+
+    def isolated(self, mode: Mode, sample: _Sample, allowed: float) -> ModeCost:
+        """``xcompat test --isolate mode`` on the sample, stopped once surely over ``allowed``."""
+        limit = min(self.runner.left(), 2 * allowed + 5)
+        if limit <= 1:
+            return ModeCost(mode, None)
+        argv = ["-m", "xcompat", "test", *self.paths, "--isolate", mode, "--", *self.args]
+        run = self.runner.run(argv, limit=limit, plan=sample.plan())
+        if run.returncode is None:
+            if run.seconds >= allowed:
+                return ModeCost(mode, sample.whole(run.seconds), over=True)
+            return ModeCost(mode, None)
+        if run.returncode not in (0, 1):
+            raise NotMeasured(f"xcompat test --isolate {mode} could not run {self.targets} "
+                              f"(exit {run.returncode}): " + _tail(run.log, prefer="error:"))
+        return ModeCost(mode, sample.whole(run.seconds))
+
+    def plain_again(self, sample: _Sample) -> float:
+        """Plain pytest's time for the whole suite: the faster of its first run and, with time
+        left, a second one on the sample."""
+        first = sample.plain.seconds
+        if self.runner.left() > first + 1:
+            again = self.runner.run(["-m", "pytest", "-q", *self.paths, *self.args],
+                                    limit=min(self.runner.left(), 2 * first + 5), plan=sample.plan())
+            if again.returncode is not None and again.found is not None and again.found["ran"] == sample.tests:
+                return sample.whole(min(first, again.seconds))
+        return sample.whole(first)
