@@ -1,8 +1,9 @@
 """Compare two manifests and classify every difference as a finding with a required bump.
 
-The result model (:class:`Finding`, :class:`AbiDiff`) and the orchestration live here; the
-comparisons themselves are in :mod:`xcompat.abi.library_diff` (native libraries, paired and
-judged by :mod:`xcompat.abi.binding`), :mod:`xcompat.abi.tags_diff` (platform tags) and
+The result (:class:`AbiDiff`) and the orchestration live here; every comparison reports its
+findings (:mod:`xcompat.abi.findings`) to one collector. The comparisons themselves are in
+:mod:`xcompat.abi.library_diff` (native libraries, paired and judged by
+:mod:`xcompat.abi.binding`), :mod:`xcompat.abi.tags_diff` (platform tags) and
 :mod:`xcompat.abi.metadata_diff` (Requires-Python, dependencies)."""
 
 from __future__ import annotations
@@ -10,40 +11,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, NamedTuple
 
+from xcompat.abi.findings import Collector, Finding
 from xcompat.abi.library_diff import LibraryContext, LibraryPair, diff_libraries
 from xcompat.abi.manifest import Manifest
 from xcompat.abi.metadata_diff import diff_requires
-from xcompat.abi.rules import BUMP_RANK, Bump, Policy, make_policy, worst
+from xcompat.abi.rules import BUMP_RANK, Policy, make_policy, worst
 from xcompat.abi.tags_diff import WHEEL, diff_tags, promised_floors
+from xcompat.bump import Bump
 
 RESULT_VERSION = 1
 __all__ = ["WHEEL", "AbiDiff", "Collector", "Finding", "diff_manifests"]
-
-
-class Finding(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
-    kind: str
-    library: str | None
-    symbol: str | None
-    demangled: str | None
-    required_bump: Bump
-    detail: str
-    old: Any = None
-    new: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {
-            "kind": self.kind,
-            "library": self.library,
-            "symbol": self.symbol,
-            "demangled": self.demangled,
-            "required_bump": self.required_bump,
-            "detail": self.detail,
-        }
-        if self.old is not None:
-            d["old"] = self.old
-        if self.new is not None:
-            d["new"] = self.new
-        return d
 
 
 class AbiDiff(NamedTuple):
@@ -117,50 +94,11 @@ class AbiDiff(NamedTuple):
         }
 
 
-class Collector:
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.findings: list[Finding] = []
-        self.filtered: Counter[str] = Counter()
-        self.pending_demangle: list[tuple[int, str]] = []
-        self.unchecked: list[str] = []
-
-    def add(self, kind: str, library: str | None, symbol: str | None, detail: str, *, old=None, new=None) -> None:
-        if self.policy.ignored(library, symbol):
-            self.filtered["policy"] += 1
-            return
-        if symbol is not None and symbol.partition("@")[0].startswith(("_Z", "__Z")):
-            self.pending_demangle.append((len(self.findings), symbol))
-        self.findings.append(
-            Finding(
-                kind=kind,
-                library=library,
-                symbol=symbol,
-                demangled=symbol,
-                required_bump=self.policy.bump(kind),
-                detail=detail,
-                old=old,
-                new=new,
-            )
-        )
-
-    def finish(self) -> list[Finding]:
-        if self.pending_demangle:
-            from xcompat.abi.demangle import demangle_many
-
-            names = demangle_many([s for _i, s in self.pending_demangle])
-            findings = self.findings
-            for (i, _s), d in zip(self.pending_demangle, names):
-                f = findings[i]  # positional: _replace costs several times more per finding
-                findings[i] = Finding(f.kind, f.library, f.symbol, d, f.required_bump, f.detail, f.old, f.new)
-        return self.findings
-
-
 def diff_manifests(
     old: Manifest,
     new: Manifest,
     *,
-    policy: Policy | dict | None = None,
+    policy: Policy | dict[str, Any] | None = None,
     actual_bump: Bump | None = None,
     fail_on: Bump = "major",
     cell_id: str | None = None,

@@ -24,7 +24,7 @@ from xcompat.abi.binding import changed_names, compare_bindings, definitions_of,
 from xcompat.abi.noise import unhashed_name
 
 if TYPE_CHECKING:
-    from xcompat.abi.diff import Collector
+    from xcompat.abi.findings import Collector
 
 
 class LibraryPair(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord

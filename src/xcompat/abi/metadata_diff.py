@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from xcompat.abi.tags_diff import WHEEL
 
 if TYPE_CHECKING:
-    from xcompat.abi.diff import Collector
+    from xcompat.abi.findings import Collector
     from xcompat.abi.manifest import Manifest
 
 _PY_CANDIDATES = [f"{major}.{minor}{patch}" for major in (2, 3) for minor in range(21) for patch in ("", ".0", ".99")]

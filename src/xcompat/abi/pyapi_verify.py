@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from xcompat.abi.isolated import run_isolated_script
 
 if TYPE_CHECKING:
-    from xcompat.abi.diff import Finding
+    from xcompat.abi.findings import Finding
     from xcompat.abi.manifest import Manifest
     from xcompat.abi.rules import Policy
 

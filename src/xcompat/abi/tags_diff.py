@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from xcompat.abi.diff import Collector
+    from xcompat.abi.findings import Collector
     from xcompat.abi.manifest import Manifest
 
 WHEEL = "(wheel)"
