@@ -80,12 +80,31 @@ def _check_one(op: str, entry: dict[str, Any], declared: Any, config: dict[str, 
         entry["status"], entry["reason"] = "not_exercised", "inputs generated from its schema were refused"
 
 
+def device_missing(device: str) -> str | None:
+    """Why ``device`` cannot run here, or None when it can."""
+    import torch
+
+    try:
+        torch.device(device)
+    except RuntimeError:
+        return None  # not a device name: the parent says so as a usage error
+    try:
+        torch.empty(1, device=device)
+    except (RuntimeError, AssertionError) as exc:  # torch asserts on a CPU-only build's cuda
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        return f"device {device} is not available with torch {torch.__version__}: {lines[0]}"
+    return None
+
+
 def check_all(config: dict[str, Any], root: str, names: list[str]) -> dict[str, Any]:
     import torch
 
     from xcompat.operators.discovery import dispatch_keys, load_operators
     from xcompat.operators.samples import SamplesError, load_samples
 
+    missing = device_missing(config["device"])
+    if missing is not None:
+        return {"device_error": missing}
     ops, errors = load_operators(root, names)
     result: dict[str, Any] = {"torch": str(torch.__version__), "errors": errors, "operators": [],
                               "samples_error": None, "unknown_samples": []}

@@ -9,12 +9,13 @@ what it prints, and turns what went wrong into xcompat's errors.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from xcompat.abi.isolated import run_isolated_script
-from xcompat.errors import InputError, ToolError, UnavailableError
+from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
 from xcompat.operators.discovery import top_level_names
 from xcompat.operators.document import build_document
 from xcompat.operators.samples import SamplesError, check_syntax
@@ -22,6 +23,7 @@ from xcompat.testing.reference import Tolerance
 
 TIMEOUT_S = 900
 MAX_OUTPUT = 16 * 1024 * 1024
+_DEVICE = re.compile(r"(cpu|cuda|hip|mps|xpu|meta|privateuseone)(:[0-9]+)?")
 _PACKAGES = str(Path(__file__).resolve().parents[2])  # the folder xcompat is imported from
 
 _CHILD = """
@@ -58,6 +60,8 @@ def run_operators(
             check_syntax(samples)
         except SamplesError as exc:
             raise InputError(str(exc)) from None
+    if not _DEVICE.fullmatch(device):
+        raise UsageError(f"--device {device!r} is not a device; give cpu, cuda, cuda:1, mps, xpu or hip")
     config = {
         "device": device, "samples": str(samples.resolve()) if samples else None, "opcheck": opcheck,
         "tolerances": {k: {"rtol": v.rtol, "atol": v.atol} for k, v in (tolerances or {}).items()},
@@ -74,6 +78,8 @@ def run_operators(
         how = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
         raise ToolError(f"the process checking the operators ended with {how} and no result; "
                         "a kernel may have crashed", details=tail)
+    if found.get("device_error"):
+        raise UnavailableError(str(found["device_error"]))
     if found.get("samples_error"):
         raise InputError(str(found["samples_error"]))
     return build_document(found, device=device, samples=str(samples) if samples else None,

@@ -101,3 +101,14 @@ def test_on_cuda_the_sample_matches_and_refuses_mixed_devices(sample_site, tmp_p
     op = _ops(json.loads(proc.stdout))["sample_ext::scaled_add"]
     checks = {c["name"]: c["status"] for c in op["checks"]}
     assert checks["mixed_device"] == checks["result"] == "passed", op["checks"]
+
+
+@pytest.mark.slow
+def test_a_device_this_torch_cannot_use_exits_5(sample_site) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    proc = _cli("--site", sample_site["v1"], "--device", "cuda")
+    assert proc.returncode == 5
+    assert "device cuda is not available with torch" in proc.stderr
