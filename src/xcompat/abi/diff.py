@@ -12,9 +12,10 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from xcompat.abi.findings import Collector, Finding
-from xcompat.abi.library_diff import LibraryContext, LibraryPair, diff_libraries
+from xcompat.abi.library_diff import LibraryContext, diff_libraries
 from xcompat.abi.manifest import Manifest
 from xcompat.abi.metadata_diff import diff_requires
+from xcompat.abi.pairing import LibraryPair
 from xcompat.abi.rules import BUMP_RANK, Policy, make_policy, worst
 from xcompat.abi.tags_diff import WHEEL, diff_tags, promised_floors
 from xcompat.bump import Bump

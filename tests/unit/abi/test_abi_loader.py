@@ -9,9 +9,9 @@ import pytest
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.binding import Reference, bind, compare_bindings, definitions
 from xcompat.abi.diff import diff_manifests
-from xcompat.abi.library_diff import pair_libraries
 from xcompat.abi.manifest import Manifest
 from xcompat.abi.noise import default_extension_exports, vague_linkage_shape
+from xcompat.abi.pairing import pair_libraries
 from xcompat.abi.tags_diff import promised_floors
 
 
