@@ -115,20 +115,32 @@ def run_opcheck(overload: Any, sample: tuple[Any, ...], run: OpRun) -> None:
     run.note("opcheck", "passed")
 
 
+def second_device(device: str) -> str | None:
+    """The device the mixed-device check pairs with ``device``: the CPU, or for the CPU an accelerator."""
+    if torch.device(device).type != "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else None
+
+
 def check_mixed_device(op: Callable[..., Any], sample: tuple[Any, ...], device: str, run: OpRun) -> None:
-    """Each tensor input moved to the CPU in turn, the others on ``device``: every call must raise."""
+    """Each tensor input moved in turn to a second device, the others on ``device``: every call must raise."""
     positions = [i for i, v in enumerate(sample) if isinstance(v, torch.Tensor)]
-    if device == "cpu" or len(positions) < 2:
-        why = "needs a second device" if device == "cpu" else "needs two tensor inputs"
-        run.note("mixed_device", "not_run", why)
+    other = second_device(device)
+    if other is None or len(positions) < 2:
+        run.note("mixed_device", "not_run", "needs a second device" if other is None else "needs two tensor inputs")
         return
     for moved in positions:
-        args = [v.to("cpu" if i == moved else device) if isinstance(v, torch.Tensor) else v for i, v in enumerate(sample)]
+        args = [v.to(other if i == moved else device) if isinstance(v, torch.Tensor) else v
+                for i, v in enumerate(sample)]
         try:
             op(*args)
         except Exception:  # noqa: BLE001, S112 - refused: what the check wants
             continue
-        run.fail("mixed_device", f"input {moved + 1} on cpu, the others on {device}: accepted, not refused")
+        run.fail("mixed_device", f"input {moved + 1} on {other}, the others on {device}: accepted, not refused")
+    run.note("mixed_device", "passed")
 
 
 def check_operator(

@@ -68,3 +68,29 @@ def test_the_declared_sample_itself_must_run() -> None:
 
     run = _run(refuses, [(torch.ones(4),)])
     assert run.checks["result"] == ("failed", "float32: RuntimeError: not implemented")
+
+
+def test_mixed_devices_pair_the_device_with_the_cpu_and_the_cpu_with_an_accelerator(monkeypatch) -> None:
+    from xcompat.operators import checks
+
+    assert checks.second_device("cuda:1") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert checks.second_device("cpu") == "cuda"
+
+
+def test_an_operator_that_accepts_inputs_on_two_devices_fails_the_mixed_device_check(monkeypatch) -> None:
+    from xcompat.operators import checks
+
+    monkeypatch.setattr(checks, "second_device", lambda device: "meta")
+    run = checks.OpRun()
+    checks.check_mixed_device(lambda x, y: x, (torch.ones(2), torch.ones(2)), "cpu", run)
+    assert run.checks["mixed_device"] == ("failed", "input 1 on meta, the others on cpu: accepted, not refused")
+    refused = checks.OpRun()
+    checks.check_mixed_device(lambda x, y: x + y, (torch.ones(2), torch.ones(2)), "cpu", refused)
+    assert refused.checks["mixed_device"] == ("passed", "")
+
+
+def test_samples_that_require_grad_are_checked_like_the_others() -> None:
+    run = _run(lambda x: x * 2, [(torch.randn(3, 4, requires_grad=True),)], reference=lambda x: x * 2)
+    assert run.checks["result"][0] == "passed"
+    assert not [c for c in run.cases if c.status != "passed"]
