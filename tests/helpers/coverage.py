@@ -225,11 +225,11 @@ def cache_root() -> Path:
 
 def build_sample_with_coverage(project: Path) -> Path:
     """The sample project's C and C++ extensions built in place with ``--coverage``, through
-    the same cached build ``xcompat run`` uses (``xcompat.pipeline.coverage_stage``), with
+    the same cached build ``xcompat run`` uses (``xcompat.pipeline.coverage_build``), with
     CUDA left out. Returns the built copy, which is never written to after the build: test
     runs redirect their ``.gcda`` files with ``GCOV_PREFIX`` (see :func:`run_sample_tests`).
     """
-    from xcompat.pipeline.coverage_stage import build_with_coverage
+    from xcompat.pipeline.coverage_build import build_with_coverage
 
     log = cache_root() / f"coverage-build-{project.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)

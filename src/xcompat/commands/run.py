@@ -47,7 +47,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from xcompat.pipeline.runner import resolve_config, run_pipeline
+    from xcompat.pipeline.config import resolve_config
+    from xcompat.pipeline.runner import run_pipeline
 
     config = resolve_config(args)
     return run_pipeline(config, isolation=args.isolation)

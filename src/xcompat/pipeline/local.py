@@ -12,6 +12,7 @@ the new one, never a half-written mix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -233,10 +234,8 @@ class LocalPipeline:
         leftovers in this command's own session are ended here: one that escaped into a session
         of its own could be the other command's, and is ended when the last of them ends."""
         if hasattr(os, "killpg"):
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(command.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         if not self._subreaper:
             return []
         # start_command makes each command the leader of a session of its own
@@ -261,10 +260,8 @@ class LocalPipeline:
             try:
                 child.wait(timeout=max(deadline - time.monotonic(), 0.01))
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(child.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 child.wait()
 
     # -- the run ------------------------------------------------------------------

@@ -79,8 +79,8 @@ def check_local_cells(matrix: Matrix, source: Path) -> None:
     from xcompat.devices import available_backends
     from xcompat.matrix.plan import cells_for_runner, expand
     from xcompat.model import runner_arch, runner_platform
+    from xcompat.pipeline.frameworks import installed_frameworks, pick_framework_versions
     from xcompat.pipeline.local import python_tag
-    from xcompat.pipeline.runner import _installed_frameworks, _pick_framework_versions
 
     python, system, arch = python_tag(), runner_platform(), runner_arch()
     cells = expand(matrix)
@@ -99,8 +99,8 @@ def check_local_cells(matrix: Matrix, source: Path) -> None:
         raise UsageError(f"the matrix's cells for Python {python} on {system}/{arch} need a {wanted} device; "
                          f"this machine has {', '.join(backends) or 'none'}",
                          hint="run on a machine with that device, or add a cpu cell to the matrix")
-    installed = _installed_frameworks()
-    kept, _ = _pick_framework_versions([c.to_dict() for c in usable], installed)
+    installed = installed_frameworks()
+    kept, _ = pick_framework_versions([c.to_dict() for c in usable], installed)
     if not kept:
         needed = sorted({name for c in usable for name, _ in c.frameworks} - set(installed))
         raise UsageError(f"the matrix's cells for Python {python} on {system}/{arch} need "

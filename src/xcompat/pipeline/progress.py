@@ -10,9 +10,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from xcompat.log import Logger
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 BAR_WIDTH = 24
 
@@ -45,7 +48,7 @@ class StageProgress:
         self._lock = threading.Lock()
         self._ticker: threading.Thread | None = None
 
-    def __enter__(self):  # returns self
+    def __enter__(self) -> Self:
         if self.live:
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()

@@ -174,6 +174,23 @@ STAGES: dict[str, StageKind] = {kind.name: kind for kind in (
 )}
 
 
+_BUILT_IN = frozenset(STAGES)
+
+
+def register_kind(kind: StageKind) -> None:
+    """Add a stage kind after the built-in ones: its results are then read, judged, reported
+    and gated as theirs (``xcompat.pipeline.registry.register`` adds its stage to the run)."""
+    if kind.name in STAGES:
+        raise ValueError(f"the stage kind {kind.name!r} is already registered")
+    STAGES[kind.name] = kind
+
+
+def unregister_kind(name: str) -> None:
+    """Remove a kind :func:`register_kind` added; the built-in kinds stay."""
+    if name not in _BUILT_IN:
+        STAGES.pop(name, None)
+
+
 def display_rank(kind: str) -> int:
     """A kind's place among a cell's stages: the table's order, kinds not in it after every known one."""
     return list(STAGES).index(kind) if kind in STAGES else len(STAGES)

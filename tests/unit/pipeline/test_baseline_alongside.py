@@ -13,15 +13,18 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from xcompat.errors import Interrupted
 from xcompat.log import Logger
-from xcompat.pipeline import runner
-from xcompat.pipeline.local import LocalPipeline, RunConfig
-from xcompat.pipeline.runner import Stages
+from xcompat.pipeline import builds
+from xcompat.pipeline.context import RunContext
+from xcompat.pipeline.local import LocalPipeline, RunConfig, StageResult
+from xcompat.pipeline.stages import baseline, build
 from xcompat.settings import ProjectFacts, defaults_settings
 
 # Writes a wheel-named file into OUT once the other side is where it has to be.
@@ -57,7 +60,7 @@ print("project built", flush=True)
 """
 
 
-def _stages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpus: int, patience: float = 20) -> Stages:
+def _stages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpus: int, patience: float = 20) -> RunContext:
     def project(name: str) -> Path:
         folder = tmp_path / name
         folder.mkdir()
@@ -68,23 +71,27 @@ def _stages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpus: int, patience
                     baseline=project("base"), out=tmp_path / "out",
                     settings=defaults_settings(required_backends=("cpu",)),
                     facts=ProjectFacts(name="proj", uses_torch=False, torch_evidence="none"), signed=False)
-    stages = Stages(LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO())))
-    monkeypatch.setattr(runner, "usable_cpus", lambda: cpus)
+    stages = RunContext(LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO())))
+    monkeypatch.setattr(build, "usable_cpus", lambda: cpus)
     marks = (str(tmp_path / "baseline-started"), str(tmp_path / "project-built"))
 
-    def build_argv(source: Path, out: Path) -> list[str]:
+    def build_argv(context: RunContext, source: Path, out: Path) -> list[str]:
         script = BASELINE if source.name == "base" else PROJECT
         return [sys.executable, "-c", script, str(out), *marks, str(patience)]
 
-    monkeypatch.setattr(stages, "build_argv", build_argv)
+    monkeypatch.setattr(builds, "build_argv", build_argv)
     return stages
+
+
+def _sequence(context: RunContext) -> list[tuple[str, Callable[[], StageResult]]]:
+    return [(stage.name, partial(stage.run, context)) for stage in (build.STAGE, baseline.STAGE)]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="what a stage leaves running is ended through the subreaper")
 def test_the_baseline_builds_alongside_the_project_and_outlives_its_build(tmp_path, monkeypatch):
     stages = _stages(tmp_path, monkeypatch, cpus=2)
     pipe = stages.pipe
-    results = pipe.execute([("build", stages.build), ("baseline", stages.baseline)])
+    results = pipe.execute(_sequence(stages))
     assert [(r.name, r.status) for r in results] == [("build", "passed"), ("baseline", "passed")], results
     assert [w.name for w in stages.wheels] == ["proj-1.1-py3-none-any.whl"]
     assert sorted(p.name for p in pipe.path("baseline").iterdir()) == ["base-1.0-py3-none-any.whl"]
@@ -101,7 +108,7 @@ def test_with_one_cpu_the_baseline_waits_for_its_own_stage(tmp_path, monkeypatch
     stages = _stages(tmp_path, monkeypatch, cpus=1, patience=1)
     pipe = stages.pipe
     # the project's build waits for a baseline that is not started: it gives up and fails
-    results = pipe.execute([("build", stages.build), ("baseline", stages.baseline)])
+    results = pipe.execute(_sequence(stages))
     assert results[0].status == "failed" and "did not start alongside" in results[0].detail
     assert results[1].status == "passed"
     # the baseline's build started only in its own stage, after the project's had ended
@@ -135,7 +142,7 @@ def test_an_interrupted_build_stage_ends_the_baseline_building_alongside(tmp_pat
     monkeypatch.setattr(pipe, "start_command", start_command)
     monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
     with pytest.raises(Interrupted):
-        pipe.execute([("build", stages.build), ("baseline", stages.baseline)])
+        pipe.execute(_sequence(stages))
     assert len(started) == 2
     assert (tmp_path / "baseline-cleaned-up").exists(), "the baseline's build was killed without its cleanup"
     for process in started:

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xcompat.pipeline.coverage_stage import (
-    NAMED_DIFFERENCES,
-    Layout,
-    collection_failure,
-    coverage_rc,
-    omitted_test_files,
-    outcome_differences,
-    project_layout,
-)
+from xcompat.pipeline.coverage_layout import Layout, coverage_rc, omitted_test_files, project_layout
+from xcompat.pipeline.coverage_outcomes import NAMED_DIFFERENCES, collection_failure, outcome_differences
 
 
 def _touch(root: Path, *paths: str) -> None:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from xcompat.log import Logger
+from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.install import unpack_wheels
 from xcompat.pipeline.local import LocalPipeline, RunConfig
-from xcompat.pipeline.runner import Stages
+from xcompat.pipeline.stages.test import install_site
 from xcompat.settings import defaults_settings
 
 # pip's own bookkeeping, and the bytecode it compiles: not part of the wheel
@@ -82,18 +83,18 @@ def test_the_test_stage_installs_by_unpacking_and_falls_back_to_pip(tmp_path):
                     out=tmp_path / "out", settings=defaults_settings(required_backends=("cpu",)), signed=False)
     pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()))
     pipe.stage_dir.mkdir(parents=True)
-    stages = Stages(pipe)
+    stages = RunContext(pipe)
     stages.wheels = [_wheel(tmp_path, "alpha", {"alpha/__init__.py": "X = 1\n"})]
-    site = stages._install_site()
+    site = install_site(stages)
     assert site is not None and (site / "alpha" / "__init__.py").is_file()
     assert "unpacked alpha-1.0-py3-none-any.whl" in pipe.path("logs", "install.log").read_text()
 
-    with_script = Stages(pipe)
+    with_script = RunContext(pipe)
     (tmp_path / "other").mkdir()
     with_script.wheels = [_wheel(tmp_path / "other", "gamma", {
         "gamma/__init__.py": "def main(): pass\n",
         "gamma-1.0.dist-info/entry_points.txt": "[console_scripts]\ngamma = gamma:main\n"})]
     pipe.path(".site").rename(pipe.path(".site-alpha"))
-    site = with_script._install_site()
+    site = install_site(with_script)
     assert site is not None and (site / "bin" / "gamma").is_file()  # pip wrote the script
     assert "pip install" in pipe.path("logs", "install.log").read_text()

@@ -5,9 +5,9 @@ import pytest
 
 from xcompat.errors import Interrupted
 from xcompat.log import Logger
+from xcompat.pipeline.frameworks import pick_framework_versions
 from xcompat.pipeline.local import LocalPipeline, RunConfig, StageResult
 from xcompat.pipeline.progress import StageProgress, format_elapsed, render_bar
-from xcompat.pipeline.runner import _pick_framework_versions
 
 
 def _cell(cid, **fw):
@@ -16,20 +16,20 @@ def _cell(cid, **fw):
 
 def test_framework_versions_prefer_the_installed_release():
     cells = [_cell("a", torch="2.5", numpy="2.1"), _cell("b", torch="2.13", numpy="2.1")]
-    kept, notes = _pick_framework_versions(cells, {"torch": "2.13.0", "numpy": "2.1.3"})
+    kept, notes = pick_framework_versions(cells, {"torch": "2.13.0", "numpy": "2.1.3"})
     assert [c["id"] for c in kept] == ["b"]
     assert notes == []
 
 
 def test_framework_version_mismatch_keeps_newest_and_says_so():
     cells = [_cell("a", numpy="1.26"), _cell("b", numpy="2.1")]
-    kept, notes = _pick_framework_versions(cells, {"numpy": "2.4.6"})
+    kept, notes = pick_framework_versions(cells, {"numpy": "2.4.6"})
     assert [c["id"] for c in kept] == ["b"]
     assert "numpy 2.4.6 is installed" in notes[0]
 
 
 def test_framework_not_installed_leaves_cells_to_ci():
-    kept, notes = _pick_framework_versions([_cell("a", torch="2.5"), _cell("b")], {})
+    kept, notes = pick_framework_versions([_cell("a", torch="2.5"), _cell("b")], {})
     assert [c["id"] for c in kept] == ["b"]
     assert "torch is not installed" in notes[0]
 

@@ -12,8 +12,12 @@ from tests.helpers.cli import xcompat_in_process
 
 from xcompat.errors import VerificationError
 from xcompat.log import Logger
+from xcompat.pipeline.config import resolve_config
+from xcompat.pipeline.context import RunContext
+from xcompat.pipeline.envelopes import write_stage_envelopes
 from xcompat.pipeline.local import LocalPipeline, RunConfig, StageResult
-from xcompat.pipeline.runner import Stages, exit_code, resolve_config
+from xcompat.pipeline.runner import exit_code, guarded
+from xcompat.pipeline.stages import abi, kernels, plan, test, verify
 from xcompat.report.folder import report_from_folder
 from xcompat.resources import data_dir
 from xcompat.settings import ProjectFacts, defaults_settings
@@ -104,21 +108,21 @@ def test_exit_code_is_the_reports_verdict_even_when_every_stage_passed():
     assert exit_code(stages, None) == 1
 
 
-def _stages(tmp_path: Path, facts: ProjectFacts | None = NO_TORCH, settings=None) -> Stages:
+def _stages(tmp_path: Path, facts: ProjectFacts | None = NO_TORCH, settings=None) -> RunContext:
     project = _project(tmp_path)
     cfg = RunConfig(project=project, matrix=tmp_path / "m.yml", allowed_signers=None, baseline=None,
                     out=tmp_path / "out", settings=settings or defaults_settings(required_backends=("cpu",)),
                     facts=facts, signed=False)
     pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()))
     pipe.stage_dir.mkdir(parents=True)
-    stages = Stages(pipe)
+    stages = RunContext(pipe)
     stages.cell_id = "py3.11-linux-x86_64-cpu"
     return stages
 
 
 def test_kernels_are_not_run_for_a_project_without_torch(tmp_path: Path):
     stages = _stages(tmp_path)
-    result = stages.kernels()
+    result = kernels.STAGE.run(stages)
     assert result.status == "skipped" and "does not use torch" in result.detail
     assert not stages.pipe.path("logs").exists()  # no command ran
 
@@ -129,7 +133,7 @@ def test_a_failed_stage_without_its_own_result_turns_the_report_red(tmp_path: Pa
         StageResult(name="kernels", status="failed", detail="exit 1: ModuleNotFoundError: No module named 'torch'"),
         StageResult(name="test", status="failed", detail="exit 2: no tests were collected from tests"),
     ])
-    stages.write_stage_envelopes()
+    write_stage_envelopes(stages)
     (stages.pipe.path("settings.json")).write_text(__import__("json").dumps(
         {**stages.settings.to_dict(), "project": stages.cfg.facts.to_dict()}))
     _, report = report_from_folder(stages.pipe.stage_dir)
@@ -143,14 +147,14 @@ def test_test_targets_are_relative_to_the_project_and_a_missing_one_fails(tmp_pa
     from xcompat.settings import apply_overrides
 
     stages = _stages(tmp_path)
-    targets, args = stages.test_targets()  # type: ignore[misc]
+    targets, args = test.pytest_targets(stages)  # type: ignore[misc]
     assert targets == [str((stages.cfg.project / "tests").resolve())] and args == []
     stages.settings = apply_overrides(stages.settings, {"tests.pytest": ["missing"]}, {})
-    result = stages.test_targets()
+    result = test.pytest_targets(stages)
     assert isinstance(result, StageResult) and result.status == "failed" and "does not exist" in result.detail
     stages.settings = apply_overrides(stages.settings, {"tests.pytest": ["proj.tests"],
                                                         "tests.pytest-args": ["--pyargs"]}, {})
-    assert stages.test_targets() == (["proj.tests"], ["--pyargs"])
+    assert test.pytest_targets(stages) == (["proj.tests"], ["--pyargs"])
 
 
 def test_the_abi_stage_applies_the_signed_bumps(tmp_path: Path):
@@ -170,7 +174,7 @@ def test_the_abi_stage_applies_the_signed_bumps(tmp_path: Path):
         return StageResult(name=name, status="passed")
 
     stages.pipe.run_command = capture  # type: ignore[method-assign]
-    stages.abi()
+    abi.STAGE.run(stages)
     argv = seen[0]
     policy_file = Path(argv[argv.index("--policy") + 1])
     assert make_policy(__import__("json").loads(policy_file.read_text())).rules["glibc_floor_raised"] == "minor"
@@ -195,9 +199,8 @@ def test_in_ci_a_matrix_that_does_not_verify_runs_nothing(tmp_path: Path):
                     baseline=None, out=tmp_path / "out", settings=settings, facts=NO_TORCH, signed=True)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_"))}, "CI": "true"}
     pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()), env=env)
-    stages = Stages(pipe)
-    results = pipe.execute([(name, stages.guarded(name, fn)) for name, fn in
-                            (("verify", stages.verify), ("plan", stages.plan), ("test", stages.test))])
+    stages = RunContext(pipe)
+    results = pipe.execute([(stage.name, guarded(stages, stage)) for stage in (verify.STAGE, plan.STAGE, test.STAGE)])
     assert results[0].status != "passed"
     assert [r.status for r in results[1:]] == ["skipped", "skipped"]
     assert all("signature did not verify" in r.detail for r in results[1:])
@@ -208,7 +211,7 @@ def test_trust_ref_reaches_the_verify_stage(tmp_path: Path):
     cfg = resolve_config(_args(["--trust-ref", "origin/main"]), env={})
     assert cfg.trust_ref == "origin/main"
     pipe = LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO()))
-    stages = Stages(pipe)
+    stages = RunContext(pipe)
     seen: list[list[str]] = []
 
     def capture(name, argv, **kwargs):  # records the command line; verification itself is tested in tests/*/signing
@@ -216,7 +219,7 @@ def test_trust_ref_reaches_the_verify_stage(tmp_path: Path):
         return StageResult(name=name, status="failed", detail="exit 3")
 
     pipe.run_command = capture  # type: ignore[method-assign]
-    stages.verify()
+    verify.STAGE.run(stages)
     argv = seen[0]
     assert argv[argv.index("--trust-ref") + 1] == "origin/main"
 
@@ -225,7 +228,7 @@ def test_a_stage_that_exited_0_without_its_result_is_not_green(tmp_path: Path):
     # `xcompat test` ended by a test's os._exit(0) used to give an envelope "test passed".
     stages = _stages(tmp_path)
     stages.pipe.results.append(StageResult(name="test", status="passed", exit_code=0))
-    stages.write_stage_envelopes()
+    write_stage_envelopes(stages)
     envelope = __import__("json").loads(stages.pipe.path("stages", "test.json").read_text())
     assert envelope["status"] == "failed"
     assert "exited 0 but wrote no test.json" in envelope["summary"]
@@ -239,5 +242,5 @@ def test_a_stage_that_wrote_its_result_gets_no_envelope(tmp_path: Path):
     stages = _stages(tmp_path)
     stages.pipe.path("test.json").write_text("{}")
     stages.pipe.results.append(StageResult(name="test", status="passed", exit_code=0))
-    stages.write_stage_envelopes()
+    write_stage_envelopes(stages)
     assert not stages.pipe.path("stages", "test.json").exists()
