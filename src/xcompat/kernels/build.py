@@ -1,8 +1,9 @@
 """JIT build of the conformance kernels as ONE torch extension, with a build cache.
 
 The whole kernel set (CPU paths for every ISA, the torch glue and, on a CUDA or ROCm
-build of torch, the device kernels) is compiled by ``torch.utils.cpp_extension.load`` into
-one shared library that registers the ``torch.ops.xcompat_kernels`` operators.
+build of torch, the device kernels) is compiled by ``torch.utils.cpp_extension.load``
+(:mod:`xcompat.kernels.jit`) into one shared library that registers the
+``torch.ops.xcompat_kernels`` operators.
 
 The build folder is ``${XCOMPAT_CACHE:-~/.cache/xcompat}/kernels/<key>``, where the key
 hashes everything that changes the binary: the kernel sources, torch's version and its
@@ -14,15 +15,15 @@ folder).
 Device architectures come, in this order, from the matrix cell (``gpu_archs=`` or
 ``XCOMPAT_GPU_ARCHS``, as the plan exports it), from ``TORCH_CUDA_ARCH_LIST`` /
 ``PYTORCH_ROCM_ARCH``, or from the devices of this machine (NVML or the KFD topology; no
-CUDA context is created). A GPU-less build host without any of them gets a clear exit-5
+CUDA context is created; :mod:`xcompat.kernels.archs`). A GPU-less build host without any of them gets a clear exit-5
 error instead of torch's ``IndexError``. The CUDA toolkit is found and checked (nvcc,
 ``cuda_runtime.h``, libcudart) by :mod:`xcompat.devices.toolkit` before anything is
 compiled; the pip toolkit's layout (``nvidia/cu13/lib`` with only ``libcudart.so.13``) is
 linked as it is.
 
-A finished build leaves ``manifest.json`` beside the library. A later load that finds it
-skips ``cpp_extension`` entirely and calls ``torch.ops.load_library`` on the cached file:
-that is the warm path, well under half a second.
+A finished build leaves ``manifest.json`` beside the library (:mod:`xcompat.kernels.cache`).
+A later load that finds it skips ``cpp_extension`` entirely and calls
+``torch.ops.load_library`` on the cached file: that is the warm path, well under half a second.
 """
 
 from __future__ import annotations
@@ -36,17 +37,22 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from xcompat import cxxruntime
-from xcompat.errors import ToolError, UnavailableError
+from xcompat.errors import UnavailableError
+from xcompat.kernels.archs import resolve_device_archs
+from xcompat.kernels.cache import BuildKey, read_manifest, write_manifest
+from xcompat.kernels.jit import ExtensionJob, compile_extension, cudart_link_flags
 from xcompat.resources import data_dir
 
+if TYPE_CHECKING:
+    from xcompat.devices.toolkit import CudaToolkit
+
 LIBRARY_NAMESPACE = "xcompat_kernels"
-MANIFEST = "manifest.json"
 # The files compiled into the extension, relative to kernels/. The CUDA ones are added
 # only when torch was built with CUDA or ROCm (HIP sources are produced by torch's hipify).
 CPU_SOURCES = (
@@ -61,30 +67,6 @@ CUDA_SOURCES = ("cuda/xk_cuda.cu", "torch/xk_ops_cuda.cpp")
 SOURCE_DIRS = ("cpu", "torch", "cuda")
 CFLAGS = ("-O3",)
 CUDA_CFLAGS = ("-O3",)  # no fast math: exp and the denormal cases need IEEE behaviour
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildKey:
-    """Everything that changes the compiled library; its hash names the cache folder."""
-
-    torch: str
-    torch_cuda: str | None
-    torch_hip: str | None
-    python_abi: str
-    machine: str
-    compiler: str
-    nvcc: str | None
-    cflags: tuple[str, ...]
-    cuda_cflags: tuple[str, ...]
-    device_archs: tuple[str, ...]
-    arch_source: str | None  # "matrix", "TORCH_CUDA_ARCH_LIST", "PYTORCH_ROCM_ARCH", "device" or None
-    cuda_home: str | None
-    sources_sha256: str
-    with_device: bool
-
-    def digest(self) -> str:
-        text = json.dumps(asdict(self), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,67 +135,6 @@ def compiler_command(env: Mapping[str, str]) -> str:
     return env.get("CXX") or "c++"
 
 
-def _split_archs(text: str) -> list[str]:
-    return [a for a in text.replace(",", ";").replace(" ", ";").split(";") if a.strip()]
-
-
-def resolve_device_archs(
-    *,
-    torch_cuda: str | None,
-    torch_hip: str | None,
-    env: Mapping[str, str],
-    gpu_archs: Sequence[str] | None = None,
-    probe: Any = None,
-) -> tuple[tuple[str, ...], str]:
-    """(archs in the form the build reads, where they came from).
-
-    CUDA archs are returned as ``TORCH_CUDA_ARCH_LIST`` entries (``8.0``, ``9.0+PTX``), ROCm
-    archs as ``PYTORCH_ROCM_ARCH`` entries (``gfx90a``). ``probe`` returns the archs of this
-    machine's devices (default: NVML / KFD, no device context). Raises ``UnavailableError``
-    (exit 5) when nothing names an arch, and ``InputError`` for a malformed one."""
-    from xcompat.builder.archs import rocm_arch_list, torch_cuda_arch_list
-
-    matrix = list(gpu_archs) if gpu_archs else _split_archs(env.get("XCOMPAT_GPU_ARCHS", ""))
-    if torch_hip:
-        if matrix:
-            return tuple(rocm_arch_list(matrix).split(";")), "matrix"
-        if env.get("PYTORCH_ROCM_ARCH", "").strip():
-            return tuple(_split_archs(env["PYTORCH_ROCM_ARCH"])), "PYTORCH_ROCM_ARCH"
-        found = sorted(set((probe or _probed_rocm_archs)()))
-        if found:
-            return tuple(found), "device"
-        what, var = "ROCm", "PYTORCH_ROCM_ARCH=gfx90a"
-    elif torch_cuda:
-        if matrix:
-            return tuple(torch_cuda_arch_list(matrix).split(";")), "matrix"
-        if env.get("TORCH_CUDA_ARCH_LIST", "").strip():
-            return tuple(_split_archs(env["TORCH_CUDA_ARCH_LIST"])), "TORCH_CUDA_ARCH_LIST"
-        found = sorted(set((probe or _probed_cuda_archs)()))
-        if found:
-            return tuple(torch_cuda_arch_list(found).split(";")), "device"
-        what, var = "CUDA", "TORCH_CUDA_ARCH_LIST='8.0;9.0'"
-    else:
-        return (), "none"
-    raise UnavailableError(
-        f"no {what} architecture to build the device kernels for: the matrix cell names no gpu-archs "
-        "and this machine has no visible GPU",
-        hint=f"set gpu-archs in the matrix backend (exported as XCOMPAT_GPU_ARCHS), or {var}",
-    )
-
-
-def _probed_cuda_archs() -> list[str]:
-    from xcompat.devices import driver
-
-    devices, _ = driver.nvml_devices()
-    return [str(d["arch"]) for d in devices or [] if d.get("arch")]
-
-
-def _probed_rocm_archs() -> list[str]:
-    from xcompat.devices import driver
-
-    return [str(g["arch"]) for g in driver.kfd_gpus()]
-
-
 def build_key(
     *, with_device: bool | None = None, env: Mapping[str, str] | None = None, gpu_archs: Sequence[str] | None = None
 ) -> BuildKey:
@@ -265,50 +186,18 @@ def build_key(
     )
 
 
-def find_toolkit(env: Mapping[str, str], torch_cuda: str) -> Any:
+def find_toolkit(env: Mapping[str, str], torch_cuda: str) -> CudaToolkit:
     """The validated CUDA toolkit matching torch's CUDA major (``UnavailableError`` if none)."""
     from xcompat.devices.toolkit import find_cuda_toolkit
 
     return find_cuda_toolkit(env, torch_cuda=torch_cuda).require()
 
 
-def _read_manifest(build_dir: Path, key: BuildKey, env: Mapping[str, str]) -> Path | None:
-    try:
-        manifest = json.loads((build_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    expected = json.loads(json.dumps(asdict(key)))  # tuples read back as lists
-    if not isinstance(manifest, dict) or manifest.get("key") != expected:
-        return None
-    library = build_dir / str(manifest.get("library", ""))
-    if not library.is_file():
-        return None
-    if manifest.get("cxx_runtime") != "shared":
-        # Built before that check was recorded: read the library once (xcompat.cxxruntime);
-        # one carrying its own C++ runtime is never loaded.
-        finding = cxxruntime.carried_runtime(library)
-        if finding is not None:
-            raise cxxruntime.refusal(f"the cached kernel library in {build_dir} cannot be loaded", finding,
-                                     compiler_command(env))
-        _write_manifest(build_dir, library, key)
-    return library
-
-
-def _write_manifest(build_dir: Path, library: Path, key: BuildKey) -> None:
-    """The manifest of a finished build whose library needs the shared C++ runtime."""
-    from xcompat.jsonio import atomic_write_text
-
-    atomic_write_text(
-        build_dir / MANIFEST,
-        json.dumps({"version": 1, "library": library.name, "key": asdict(key), "cxx_runtime": "shared"}, indent=2)
-        + "\n",
-    )
-
-
 def _register_loaded(library: Path) -> None:
     import torch
 
-    torch.ops.load_library(str(library))
+    load_library = cast(Callable[[str], None], torch.ops.load_library)  # untyped in torch
+    load_library(str(library))
 
 
 def load_kernels(
@@ -342,7 +231,7 @@ def load_kernels(
             hint="run the other configuration in a new process",
         )
     build_dir = (cache_dir or cache_root(env)) / digest
-    library = _read_manifest(build_dir, key, env)
+    library = read_manifest(build_dir, key, compiler_command(env))
     cached = library is not None
     notes: list[str] = []
     if library is None:
@@ -362,14 +251,30 @@ def load_kernels(
 
 
 def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, str]) -> Path:
-    root = data_dir("kernels")
+    src = _copy_sources(data_dir("kernels"), build_dir)
+    cxxruntime.check_compiler(compiler_command(env), build_dir / "cxx-runtime-probe", env)
+    library = compile_extension(_extension_job(key, src, build_dir, env), build_dir, verbose=verbose)
+    finding = cxxruntime.carried_runtime(library)
+    if finding is not None:  # no manifest: a later run rebuilds instead of loading it
+        raise cxxruntime.refusal(f"the kernel library built in {build_dir} is unusable", finding,
+                                 compiler_command(env))
+    write_manifest(build_dir, library, key)
+    return library
+
+
+def _copy_sources(root: Path, build_dir: Path) -> Path:
+    """The kernel sources, copied into ``build_dir/src``: torch's hipify writes its output next
+    to the sources, which may be a read-only installed package."""
     src = build_dir / "src"
     build_dir.mkdir(parents=True, exist_ok=True)
-    # Sources are copied into the build folder: torch's hipify writes its output next to
-    # the sources, which may be a read-only installed package.
     for sub in SOURCE_DIRS:
         if (root / sub).is_dir():
             shutil.copytree(root / sub, src / sub, dirs_exist_ok=True)
+    return src
+
+
+def _extension_job(key: BuildKey, src: Path, build_dir: Path, env: Mapping[str, str]) -> ExtensionJob:
+    """What ``cpp_extension.load`` compiles for ``key``, with the toolkit and archs it uses."""
     sources = [str(src / s) for s in CPU_SOURCES]
     cflags = list(key.cflags)
     cuda_cflags = list(key.cuda_cflags)
@@ -378,104 +283,20 @@ def _build(key: BuildKey, build_dir: Path, *, verbose: bool, env: Mapping[str, s
     if key.with_device:
         sources += [str(src / s) for s in CUDA_SOURCES]
         cflags.append("-DXK_WITH_DEVICE=1")
-    name = f"{LIBRARY_NAMESPACE}_{key.digest()[:12]}"
-    cxxruntime.check_compiler(compiler_command(env), build_dir / "cxx-runtime-probe", env)
-    overrides = {"MAX_JOBS": env.get("MAX_JOBS") or "2"}  # CI runners and laptops are often 2-core machines
+    environ = {"MAX_JOBS": env.get("MAX_JOBS") or "2"}  # CI runners and laptops are often 2-core machines
     if key.with_device and key.torch_cuda:
         toolkit = find_toolkit(env, key.torch_cuda)
-        overrides["CUDA_HOME"] = str(toolkit.root)
-        overrides["TORCH_CUDA_ARCH_LIST"] = ";".join(key.device_archs)
+        environ["CUDA_HOME"] = str(toolkit.root)
+        environ["TORCH_CUDA_ARCH_LIST"] = ";".join(key.device_archs)
         include_paths.append(str(toolkit.include_dir))
         ldflags += cudart_link_flags(toolkit, build_dir)
     if key.with_device and key.torch_hip:
-        overrides["PYTORCH_ROCM_ARCH"] = ";".join(key.device_archs)
+        environ["PYTORCH_ROCM_ARCH"] = ";".join(key.device_archs)
         # __shfl_*_sync on ROCm 6.2-6.x needs this before the HIP headers (7.0 has it on by default)
         cuda_cflags.append("-DHIP_ENABLE_WARP_SYNC_BUILTINS=1")
-    saved = {k: os.environ.get(k) for k in overrides}
-    os.environ.update(overrides)
-    try:
-        from torch.utils import cpp_extension
-
-        saved_home = getattr(cpp_extension, "CUDA_HOME", None)
-        if "CUDA_HOME" in overrides:
-            # torch guessed its CUDA_HOME once, at import (possibly from a wrapper nvcc)
-            cpp_extension.CUDA_HOME = overrides["CUDA_HOME"]
-        try:
-            library = cpp_extension.load(
-                name=name,
-                sources=sources,
-                extra_cflags=cflags,
-                extra_cuda_cflags=cuda_cflags if key.with_device else None,
-                extra_ldflags=ldflags or None,
-                extra_include_paths=include_paths or None,
-                build_directory=str(build_dir),
-                verbose=verbose,
-                with_cuda=key.with_device,
-                is_python_module=False,
-            )
-        finally:
-            cpp_extension.CUDA_HOME = saved_home
-    except IndexError as exc:  # torch's arch detection with no GPU and an empty arch list
-        raise UnavailableError(
-            f"torch could not pick the device architectures for the build ({exc})",
-            hint="set gpu-archs in the matrix backend (XCOMPAT_GPU_ARCHS) or TORCH_CUDA_ARCH_LIST",
-        ) from None
-    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
-        tail = _build_log_tail(exc)
-        raise ToolError(
-            f"building the kernel library failed in {build_dir}",
-            hint="see the compiler output below; rerun with -v for the full log",
-            details=tail,
-        ) from None
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    library_path = Path(library) if isinstance(library, str) else build_dir / f"{name}.so"
-    if not library_path.is_file():
-        candidates = sorted(build_dir.glob(f"{name}*.so"))
-        if not candidates:
-            raise ToolError(f"the build finished but no library was found in {build_dir}")
-        library_path = candidates[-1]
-    finding = cxxruntime.carried_runtime(library_path)
-    if finding is not None:  # no manifest: a later run rebuilds instead of loading it
-        raise cxxruntime.refusal(f"the kernel library built in {build_dir} is unusable", finding,
-                                 compiler_command(env))
-    _write_manifest(build_dir, library_path, key)
-    return library_path
-
-
-def cudart_link_flags(toolkit: Any, build_dir: Path) -> list[str]:
-    """Linker flags that make torch's ``-lcudart`` resolve against this toolkit's runtime.
-
-    torch's ``cpp_extension`` always links ``-L$CUDA_HOME/lib64 -lcudart``. The pip
-    toolkit ships only ``libcudart.so.13`` in ``lib/``: a one-line GNU linker script
-    (``INPUT(.../libcudart.so.13)``, the mechanism glibc uses for ``libc.so``) in the build
-    folder answers ``-lcudart`` with that exact file, so the library records
-    ``libcudart.so.13`` as needed and nothing in the toolkit is changed."""
-    flags = [f"-L{toolkit.lib_dir}"]
-    if toolkit.cudart.name != "libcudart.so":
-        link_dir = build_dir / "cudart-link"
-        link_dir.mkdir(parents=True, exist_ok=True)
-        script = link_dir / "libcudart.so"
-        text = f"/* written by xcompat: -lcudart -> {toolkit.cudart.name} of the pip CUDA toolkit */\n"
-        text += f"INPUT({toolkit.cudart.resolve()})\n"
-        if not script.is_file() or script.read_text(encoding="utf-8") != text:
-            script.write_text(text, encoding="utf-8")
-        flags.insert(0, f"-L{link_dir}")
-    return flags
-
-
-def _build_log_tail(exc: BaseException, lines: int = 20) -> list[str]:
-    text = str(exc)
-    out = getattr(exc, "output", None)
-    if isinstance(out, bytes):
-        text += "\n" + out.decode(errors="replace")
-    elif isinstance(out, str):
-        text += "\n" + out
-    return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return ExtensionJob(name=f"{LIBRARY_NAMESPACE}_{key.digest()[:12]}", sources=sources, cflags=cflags,
+                        cuda_cflags=cuda_cflags, ldflags=ldflags, include_paths=include_paths, environ=environ,
+                        with_device=key.with_device)
 
 
 def kernel_ops() -> Any:
@@ -488,7 +309,7 @@ def kernel_ops() -> Any:
 def isa_info() -> dict[str, Any]:
     """The CPU path the kernels use now, as reported by the library itself."""
     raw = kernel_ops().isa_info()
-    info = json.loads(raw)
+    info: dict[str, Any] = json.loads(raw)
     for k in ("supported", "compiled"):
         info[k] = [s for s in info[k].split(",") if s]
     info["error"] = info.get("error") or None

@@ -16,7 +16,8 @@ import pytest
 
 from xcompat.devices import toolkit as tk
 from xcompat.errors import UnavailableError
-from xcompat.kernels.build import cudart_link_flags, resolve_device_archs
+from xcompat.kernels.archs import resolve_device_archs
+from xcompat.kernels.jit import cudart_link_flags
 
 REAL = tk.find_cuda_toolkit(os.environ, sites=[]).toolkit  # a real toolkit on this machine, if any
 needs_real = pytest.mark.skipif(REAL is None, reason="no CUDA toolkit (nvcc + headers + libcudart) on this machine")
