@@ -13,6 +13,7 @@ and its one-line help. Only the module of the command being run is imported, so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -108,7 +109,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xcompat {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (repeatable)")
     top = parser.add_subparsers(dest="command", metavar="COMMAND")
-    groups: dict[str, argparse._SubParsersAction] = {}
+    groups: dict[str, argparse._SubParsersAction[_Parser]] = {}
     selected = _selected(argv)
     for key, (module, help_text) in COMMANDS.items():
         if selected is not None and key != selected:
@@ -187,7 +188,8 @@ def _ended(exc: BaseException, command: str) -> int:
 def _group_parser(parser: argparse.ArgumentParser, group: str | None) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and group in action.choices:
-            return action.choices[group]
+            found: argparse.ArgumentParser = action.choices[group]
+            return found
     return parser
 
 
@@ -236,10 +238,8 @@ def exit_now(code: int) -> None:
         raise SystemExit(code)
     run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`xcompat ... | head`): nothing more to say
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`xcompat ... | head`): nothing more to say
-            pass
     os._exit(code)
 
 

@@ -20,7 +20,8 @@ from xcompat.resources import schema_path
 
 def load_schema(name: str) -> dict[str, Any]:
     with open(schema_path(name), encoding="utf-8") as fh:
-        return json.load(fh)
+        schema: dict[str, Any] = json.load(fh)
+    return schema
 
 
 def validate(name: str, document: Any, *, source: str | None = None) -> None:

@@ -36,8 +36,10 @@ GITHUB_ANNOTATIONS_PER_STEP = 10
 
 def detect_dialect(env: Mapping[str, str]) -> Dialect:
     forge = detect_forge(env)
-    if forge == "github" or forge == "gitlab":
-        return forge
+    if forge == "github":
+        return "github"
+    if forge == "gitlab":
+        return "gitlab"
     return "terminal"  # no CI, or a CI whose log has no folds or annotations of its own
 
 

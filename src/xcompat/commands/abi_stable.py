@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from xcompat.outputs import OutputFile
 
@@ -16,7 +17,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=OutputFile(stdout=False), metavar="FILE", help="also write the JSON result to FILE")
 
 
-def render_stable_text(doc: dict) -> str:
+def render_stable_text(doc: dict[str, Any]) -> str:
     lines = [f"{doc['status'].upper()}: {doc['summary']}"]
     for lib in doc["libraries"]:
         c = lib["counts"]

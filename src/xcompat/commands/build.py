@@ -12,8 +12,12 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from xcompat.outputs import OutputDir
+
+if TYPE_CHECKING:
+    from xcompat.model import Cell
 
 BACKENDS = ("native", "cibuildwheel")
 
@@ -63,7 +67,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print build.json to stdout")
 
 
-def runner_cells(args: argparse.Namespace) -> list:
+def runner_cells(args: argparse.Namespace) -> list[Cell]:
     """The plan's cells this runner builds: same platform and arch, filtered by --device/--cell."""
     from xcompat.builder.cibw import current_platform
     from xcompat.errors import UsageError
@@ -110,7 +114,7 @@ def summary_on_failure(out: Path) -> Iterator[None]:
         raise
 
 
-def summary_markdown(document: dict) -> str:
+def summary_markdown(document: dict[str, Any]) -> str:
     """The job-summary table of a build (GitHub's ``$GITHUB_STEP_SUMMARY``)."""
     lines = [f"### xcompat build: {document['status']}", "", document["summary"], ""]
     if document["wheels"]:

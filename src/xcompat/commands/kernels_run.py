@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from xcompat.outputs import OutputFile
 
@@ -32,7 +33,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "cell's XCOMPAT_GPU_ARCHS, else TORCH_CUDA_ARCH_LIST/PYTORCH_ROCM_ARCH, else this machine's GPUs)")
 
 
-def render_text(doc: dict) -> str:
+def render_text(doc: dict[str, Any]) -> str:
     lines = ["fallback chain:"]
     for s in doc["fallback"]["steps"]:
         mark = "taken  " if s["taken"] else "skipped"

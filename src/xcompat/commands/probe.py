@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from xcompat.outputs import OutputFile
 
@@ -15,7 +16,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cell-id", help="the matrix cell this result belongs to")
 
 
-def render_text(doc: dict) -> str:
+def render_text(doc: dict[str, Any]) -> str:
     lines = []
     cpu, torch, py = doc["cpu"], doc["torch"], doc["python"]
     lines.append(f"os:      {doc['os']['platform']} (glibc {doc['os']['glibc'] or '-'})")
