@@ -99,6 +99,12 @@ def _to_device(sample: tuple[Any, ...], device: str) -> tuple[Any, ...]:
     return tuple(v.to(device) if isinstance(v, torch.Tensor) else v for v in sample)
 
 
+_OPCHECK_HINTS = {
+    "UnsupportedOperatorException": " (no fake/Meta kernel: add one with torch.library.register_fake or "
+    "TORCH_LIBRARY_IMPL(ns, Meta, m), or torch.compile cannot trace the operator)",
+}
+
+
 def run_opcheck(overload: Any, sample: tuple[Any, ...], run: OpRun) -> None:
     opcheck = getattr(getattr(torch, "library", None), "opcheck", None)
     if opcheck is None:
@@ -110,7 +116,10 @@ def run_opcheck(overload: Any, sample: tuple[Any, ...], run: OpRun) -> None:
         run.fail("opcheck", _error(exc))
         return
     for test, outcome in dict(results).items():
-        if outcome != "SUCCESS":
+        if isinstance(outcome, BaseException):
+            hint = _OPCHECK_HINTS.get(type(outcome).__name__, "")
+            run.fail("opcheck", f"{test}: {_error(outcome)}{hint}")
+        elif outcome != "SUCCESS":
             run.fail("opcheck", f"{test}: {outcome}")
     run.note("opcheck", "passed")
 
