@@ -9,6 +9,7 @@ write at its end; a process that dies before a test's messages arrived died in t
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -17,7 +18,7 @@ import sys
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from xcompat.isolate.classify import TEST_INTERRUPT_EXIT
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
@@ -55,10 +56,10 @@ def _redirect_output(out_path: str, fd: int = -1) -> None:
     os.dup2(fd, 2)
     os.close(fd)
     for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
-        except (AttributeError, ValueError):
-            pass
+        # Typed as TextIO, the streams are TextIOWrappers unless something replaced them; a
+        # replacement without reconfigure() (AttributeError) is left as it is.
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]  # TextIO
 
 
 def _output_offset() -> int:
@@ -187,7 +188,7 @@ class ReportForwarder:
 
 def report_forwarder(config: Any) -> ReportForwarder:
     """The forwarder registered with ``config``'s plugin manager (registered on first use)."""
-    forwarder = config.pluginmanager.get_plugin(ReportForwarder.NAME)
+    forwarder = cast("ReportForwarder | None", config.pluginmanager.get_plugin(ReportForwarder.NAME))
     if forwarder is None:
         forwarder = ReportForwarder(config)
         config.pluginmanager.register(forwarder, ReportForwarder.NAME)
@@ -222,10 +223,8 @@ def prepare_process(plan: ChildPlan, config: Any) -> None:
     # First: stopping pytest's capture restores fd 1/2, which must not undo our redirect.
     _quiet_pytest(config)
     if hasattr(os, "setpgid"):
-        try:
+        with contextlib.suppress(OSError):
             os.setpgid(0, 0)  # our own process group: the watchdog kills stray grandchildren too
-        except OSError:
-            pass
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     for key, value in plan.env:
         os.environ[key] = value

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from xcompat.isolate.outcomes import Crash, LeakReport, TestRecord, signal_name
+from xcompat.isolate.outcomes import Crash, LeakReport, Outcome, TestRecord, signal_name
 
 
 def skip_reason(longrepr: Any) -> str:
@@ -49,7 +49,7 @@ def record_from_reports(
     leaks: Sequence[LeakReport] = (),
 ) -> TestRecord:
     """Fold pytest's setup/call/teardown reports into one outcome, like its terminal summary."""
-    outcome = "passed"
+    outcome: Outcome = "passed"
     message = ""
     longrepr = ""
     duration = 0.0
@@ -79,7 +79,7 @@ def record_from_reports(
         message = "; ".join(leak.describe() for leak in leaked)
     return TestRecord(
         nodeid=nodeid,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         duration_s=duration,
         device=device,
         message=message,
@@ -105,7 +105,7 @@ def record_from_death(
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if timed_out:
         crash = Crash(signal=signal_name(sig) if sig else None, signal_number=sig, traceback=traceback)
-        outcome = "timeout"
+        outcome: Outcome = "timeout"
         dumped = "stack dumped" if traceback.strip() else "no stack dump came back (the process did not answer)"
         message = f"timed out after {timeout_s or 0:g}s; {dumped}, then killed"
     else:
@@ -119,7 +119,7 @@ def record_from_death(
             message = TEST_INTERRUPT_IN_PROCESS
     return TestRecord(
         nodeid=nodeid,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         duration_s=duration_s,
         device=device,
         message=message,

@@ -17,8 +17,9 @@ Nothing here initialises a device runtime; the environment is passed in as a map
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from xcompat.devices.visible import parse_visible_list  # the one parser of *_VISIBLE_DEVICES
 from xcompat.errors import UsageError
@@ -111,7 +112,8 @@ def _detect_with_torch() -> tuple[str, int]:
     try:
         # With PYTORCH_NVML_BASED_CUDA_CHECK=1 this asks NVML/amdsmi, not the CUDA runtime,
         # and so leaves fork usable. The count already honours the outer *_VISIBLE_DEVICES.
-        count = int(torch.cuda.device_count()) if torch.backends.cuda.is_built() or torch.version.hip else 0
+        cuda_built = cast("Callable[[], bool]", torch.backends.cuda.is_built)  # untyped in torch
+        count = int(torch.cuda.device_count()) if cuda_built() or torch.version.hip else 0
     except Exception:  # noqa: BLE001 - no count means no GPU workers, never a failed run
         count = 0
     if count > 0:

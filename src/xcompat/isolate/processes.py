@@ -10,6 +10,7 @@ platforms without a safe fork.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -66,7 +67,7 @@ class Launcher(Protocol):
 
 
 def pidfd_of(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
+    opener: Callable[[int], int] | None = getattr(os, "pidfd_open", None)  # Linux 5.3+
     if opener is None:
         return None
     try:
@@ -121,19 +122,15 @@ def open_output(out_path: str, crash_path: str) -> tuple[int, int]:
 
 def remove_files(process: TestProcess) -> None:
     for path in (process.out_path, process.crash_path):
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
 
 
 def discard(process: TestProcess) -> None:
     """Kill a process that will not be used, reap it and free what it held."""
     kill_group(process.pid)
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(process.pid, 0)
-    except ChildProcessError:
-        pass
     release(process)
 
 
@@ -141,10 +138,8 @@ def release(process: TestProcess) -> None:
     """Close the descriptors held for a discarded process and remove its files."""
     for fd in (process.read_fd, process.ctrl_fd, process.pidfd):
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
     remove_files(process)
 
 

@@ -256,6 +256,43 @@ def _host_frame_name(rest: str) -> str:
     return f"{name} ({Path(loc.group(1)).name})" if loc else name
 
 
+def _sanitizer_finding(header: str, lines: list[str]) -> Finding | None:
+    """The finding of one compute-sanitizer block (its header line and the lines under it);
+    None for a block that reports none (the tool's banner, its summaries)."""
+    matched = next(((cat, m) for pattern, cat in SANITIZER_HEADERS if (m := pattern.search(header))), None)
+    if matched is None or header.startswith(("COMPUTE-SANITIZER", "ERROR SUMMARY", "LEAK SUMMARY")):
+        return None
+    category, found = matched
+    frames: list[str] = []
+    device_frames: list[str] = []
+    for line in lines:
+        host = _HOST_FRAME.match(line)
+        if host:
+            frames.append(_host_frame_name(host.group("rest")))
+            continue
+        device = _DEVICE_FRAME.match(line)
+        if device:
+            fn = _FN_ARGS.sub("", device.group("fn").strip())
+            loc = device.group("loc")
+            frames.append(f"{fn} ({Path(loc).name})" if loc else fn)
+            device_frames.append(frames[-1])
+    if category == "leak":
+        size: int | None = int(found.group(1))  # "Leaked N bytes"
+    else:
+        match = _SIZE.search(header)
+        size = int(match.group(1)) if match else None
+    kind = re.sub(r" of size \d+ bytes?| at 0x[0-9a-f]+|\d+ bytes", "", header).strip().rstrip(".:")
+    return Finding(
+        tool="compute-sanitizer",
+        category=category,
+        kind=kind,
+        summary=header.strip(),
+        bytes=size,
+        frames=tuple(frames[:KEPT_FRAMES]),
+        key_frames=tuple(device_frames),
+    )
+
+
 def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> list[Finding]:
     """Parse compute-sanitizer's default text report (memcheck, racecheck, initcheck, synccheck)."""
     data = text if text is not None else Path(source).read_text(encoding="utf-8", errors="replace")
@@ -270,49 +307,11 @@ def parse_compute_sanitizer(source: str | Path, *, text: str | None = None) -> l
     block: list[str] = []
 
     def flush() -> None:
-        if not block:
-            return
-        header = block[0]
-        category = None
-        for pattern, cat in SANITIZER_HEADERS:
-            if pattern.search(header):
-                category = cat
-                break
-        if category is None or header.startswith(("COMPUTE-SANITIZER", "ERROR SUMMARY", "LEAK SUMMARY")):
+        if block:
+            finding = _sanitizer_finding(block[0], block[1:])
+            if finding is not None:
+                findings.append(finding)
             block.clear()
-            return
-        frames: list[str] = []
-        device_frames: list[str] = []
-        for line in block[1:]:
-            host = _HOST_FRAME.match(line)
-            if host:
-                frames.append(_host_frame_name(host.group("rest")))
-                continue
-            device = _DEVICE_FRAME.match(line)
-            if device:
-                fn = _FN_ARGS.sub("", device.group("fn").strip())
-                loc = device.group("loc")
-                frames.append(f"{fn} ({Path(loc).name})" if loc else fn)
-                device_frames.append(frames[-1])
-        size = None
-        if category == "leak":
-            size = int(re.match(r"^Leaked (\d+)", header).group(1))  # type: ignore[union-attr]
-        else:
-            match = _SIZE.search(header)
-            size = int(match.group(1)) if match else None
-        kind = re.sub(r" of size \d+ bytes?| at 0x[0-9a-f]+|\d+ bytes", "", header).strip().rstrip(".:")
-        findings.append(
-            Finding(
-                tool="compute-sanitizer",
-                category=category,
-                kind=kind,
-                summary=header.strip(),
-                bytes=size,
-                frames=tuple(frames[:KEPT_FRAMES]),
-                key_frames=tuple(device_frames),
-            )
-        )
-        block.clear()
 
     for raw in lines:
         if not raw.startswith("========="):

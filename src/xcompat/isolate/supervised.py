@@ -27,14 +27,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from xcompat import interrupts
 from xcompat.errors import Interrupted, XcompatError
 from xcompat.isolate import forking
 from xcompat.isolate.classify import describe_status, record_from_reports
 from xcompat.isolate.measured import save_coverage
-from xcompat.isolate.outcomes import Crash, RunResult, TestRecord, signal_name
+from xcompat.isolate.outcomes import Crash, Isolation, Outcome, RunResult, TestRecord, signal_name
 from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
 
 SESSION = "<pytest session>"  # the record of a session that ended outside any test
@@ -107,7 +107,7 @@ class FlightRecorder:
         self._write(entry)
 
 
-def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, isolation: str,
+def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, isolation: Isolation,
                    timeout_s: float | None, cell_id: str | None) -> RunResult:
     """``run(plugins)`` in a forked session process; its result, or a crashed one without it."""
     folder = tempfile.mkdtemp(prefix="xcompat-session-")
@@ -143,7 +143,7 @@ def run_supervised(run: Callable[[Sequence[Any]], RunResult], *, device: str, is
         records = records_from_recorder(recorder_path, status, device=device, collected_path=collected_path,
                                         cause=cause)
         return _with_strays(
-            RunResult(records=tuple(records), isolation=isolation, start_method="in-process",  # type: ignore[arg-type]
+            RunResult(records=tuple(records), isolation=isolation, start_method="in-process",
                       timeout_s=timeout_s, duration_s=sum(r.duration_s for r in records), cell_id=cell_id,
                       devices=(device,)),
             strays)
@@ -289,10 +289,11 @@ def records_from_recorder(path: str, status: int, *, device: str, collected_path
             outcome = entry.get("outcome")
             if outcome not in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
                 outcome = "error"
+            outcome = cast(Outcome, outcome)  # one of those, checked just above
             duration = entry.get("duration_s")
             longrepr = entry.get("longrepr")
             finished[nodeid] = TestRecord(
-                nodeid=nodeid, outcome=outcome, device=device,  # type: ignore[arg-type]
+                nodeid=nodeid, outcome=outcome, device=device,
                 message=str(entry.get("message") or "")[:500],
                 longrepr=longrepr[-RECORDED_TRACEBACK_CHARS:]
                 if outcome in _WITH_TRACEBACK and isinstance(longrepr, str) else "",

@@ -33,10 +33,10 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +77,7 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
         try:
             import torch
         except ImportError:
-            torch = None  # type: ignore[assignment]
+            torch = None  # type: ignore[assignment]  # no torch here: the module's name is None
         if torch is not None:
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
@@ -90,7 +90,8 @@ def warm_parent(*, preload: tuple[str, ...] = (), use_torch: bool = True) -> War
             torch.testing.assert_close(a.to(torch.float64), a.to(torch.float64))
             if autograd_warm_up_is_fork_safe(torch):
                 x = torch.ones(3, requires_grad=True)
-                (x * 2).sum().backward()
+                backward = cast("Callable[[], None]", (x * 2).sum().backward)  # untyped in torch
+                backward()
                 autograd = True
             loaded.append("torch")
     for name in preload:

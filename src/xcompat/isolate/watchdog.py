@@ -8,6 +8,7 @@ processes die with it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterable
@@ -28,12 +29,11 @@ EXIT_POLL_S = 0.002
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (or the process alone when it has none)."""
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-            return
-        except (ProcessLookupError, PermissionError, OSError):
-            continue
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:  # no such group (ProcessLookupError), or not ours to signal
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def next_wake(processes: Iterable[TestProcess], now: float) -> float:
@@ -82,7 +82,5 @@ def reap(process: TestProcess, *, block: bool) -> None:
     if pid == process.pid:
         process.status = status
         # Stray grandchildren (a test's background process) die with their test.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
