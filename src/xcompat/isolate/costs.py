@@ -51,9 +51,9 @@ Mode = Literal["test", "file", "none"]
 DEFAULT_BUDGET_S = 120.0
 DEFAULT_RATIO = 2.0
 # What isolation may add per test whatever the ratio: five times xcompat's own target for a
-# forked test process (10 ms). A loaded 2-core runner's fork alone comes to 30 ms, and a suite
-# of many quick tests should keep per-test isolation there; a test process that compiles a JIT
-# function (0.1 s and more) is still well over it.
+# forked test process (10 ms). On a busy runner with few cores the fork alone can cost several
+# times that target, and a suite of many quick tests should keep per-test isolation there; a
+# test process that compiles a JIT function (a tenth of a second and more) is still well over it.
 DEFAULT_PER_TEST_S = 0.050
 # Plain pytest measures the files it finishes in this share of the budget.
 SAMPLE_SHARE = 1 / 8
