@@ -1,5 +1,6 @@
 # make demo: run the whole pipeline on the bundled sample project.
 # make test: run the full test suite.
+# make lint: ruff, mypy, the import contracts and the size limits (constraints/lint.txt).
 # Both create .venv if missing and install what they need from this repository's own files.
 
 PYTHON ?= python3
@@ -44,10 +45,22 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit -p no:cacheprovider $(PYTEST_ARGS)
 
-lint: $(STAMP)
-	$(PY) -m pip install --quiet ruff mypy
-	$(PY) -m ruff check src
-	$(PY) -m mypy
+# ruff, mypy --strict, the import contracts (lint-imports) and the size limits, as pinned in
+# constraints/lint.txt and configured in pyproject.toml; .ci/run and .pre-commit-config.yaml
+# run the same. Each tool runs even when one before it fails; the target fails if any did.
+LINT_STAMP := $(VENV)/.xcompat-lint-installed
+
+$(LINT_STAMP): $(STAMP) constraints/lint.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r constraints/lint.txt
+	touch $(LINT_STAMP)
+
+lint: $(LINT_STAMP)
+	@status=0; \
+	$(VENV)/bin/ruff check src tools tests/unit/test_check_sizes.py || status=1; \
+	$(VENV)/bin/mypy || status=1; \
+	$(VENV)/bin/lint-imports --no-cache || status=1; \
+	$(PY) tools/check_sizes.py || status=1; \
+	exit $$status
 
 # The composite action's hashed lock of xcompat's own dependencies (torch and frameworks excluded).
 lock:
