@@ -155,19 +155,25 @@ def check_mixed_device(op: Callable[..., Any], sample: tuple[Any, ...], device: 
 def check_operator(
     overload: Any, samples: list[tuple[Any, ...]], device: str,
     reference: Callable[..., Any] | None, tolerances: Mapping[str, Tolerance], *, opcheck: bool = True,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> OpRun:
-    """Run every check of one operator on ``device``; failures name the case and the largest error."""
+    """Run every check of one operator on ``device``; failures name the case and the largest error.
+
+    ``progress`` hears each step before it runs, so a kernel that crashes the process is named."""
     run = OpRun()
     several = len(samples) > 1
     for index, raw in enumerate(samples, start=1):
         sample = _to_device(raw, device)
         if opcheck:
+            progress(f"opcheck of sample {index}")
             run_opcheck(overload, sample, run)
+        progress(f"mixed devices, sample {index}")
         check_mixed_device(overload, sample, device, run)
         refused: set[torch.dtype | None] = set()
         for position, case in enumerate(derive(sample, index, several=several)):
             if case.dtype in refused:
                 continue  # one refusal per dtype the operator does not take is enough
+            progress(case.name)
             result = run_case(overload, case, position == 0, reference, tolerances)
             run.cases.append(result)
             if case.plain and result.status == "refused":

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 MAX_CASES = 200
+PROGRESS = "xcompat-operators: checking "  # the prefix of the step lines on stderr
 _ORDER = {"failed": 0, "refused": 1, "skipped": 2, "passed": 3}
 
 
@@ -73,8 +74,14 @@ def _check_one(op: str, entry: dict[str, Any], declared: Any, config: dict[str, 
             return
         samples, reference, entry["samples"] = [generated], None, "schema"
     tolerances = tolerances_from_mapping(config.get("tolerances") or {})
-    run = check_operator(_overload(op), samples, config["device"], reference, tolerances,
-                         opcheck=config.get("opcheck", True))
+    device = config["device"]
+
+    def progress(step: str) -> None:
+        sys.stderr.write(f"{PROGRESS}{op} on {device}, {step}\n")
+        sys.stderr.flush()
+
+    run = check_operator(_overload(op), samples, device, reference, tolerances,
+                         opcheck=config.get("opcheck", True), progress=progress)
     _fill(entry, run)
     if entry["samples"] == "schema" and entry["status"] != "failed" and not entry["counts"].get("passed"):
         entry["status"], entry["reason"] = "not_exercised", "inputs generated from its schema were refused"

@@ -16,6 +16,7 @@ from typing import Any
 
 from xcompat.abi.isolated import run_isolated_script
 from xcompat.errors import InputError, ToolError, UnavailableError, UsageError
+from xcompat.operators.child import PROGRESS
 from xcompat.operators.discovery import top_level_names
 from xcompat.operators.document import build_document
 from xcompat.operators.samples import SamplesError, check_syntax
@@ -70,13 +71,16 @@ def run_operators(
     proc = run_isolated_script(script, site.resolve(), top_level_names(site), python=python, timeout=timeout)
     if proc is None:
         raise ToolError(f"checking the operators took more than {timeout:g} s; a kernel may hang")
-    tail = [line for line in proc.stderr.splitlines() if line.strip()][-5:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    steps = [line.removeprefix(PROGRESS) for line in lines if line.startswith(PROGRESS)]
+    tail = [line for line in lines if not line.startswith(PROGRESS)][-5:]
     if "No module named 'torch'" in proc.stderr:
         raise UnavailableError("torch is not installed in the interpreter that checks the operators")
     found = _last_json(proc.stdout[-MAX_OUTPUT:]) if proc.returncode == 0 else None
     if found is None:
         how = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
-        raise ToolError(f"the process checking the operators ended with {how} and no result; "
+        during = f" while checking {steps[-1]}" if steps else ""
+        raise ToolError(f"the process checking the operators ended with {how}{during} and no result; "
                         "a kernel may have crashed", details=tail)
     if found.get("device_error"):
         raise UnavailableError(str(found["device_error"]))

@@ -75,7 +75,8 @@ def test_python_operators_are_found_with_their_dispatch_keys(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_a_kernel_that_crashes_on_a_derived_case_is_a_tool_error(tmp_path: Path) -> None:
     site, samples = _site(tmp_path, "os.kill(os.getpid(), signal.SIGSEGV)")
-    with pytest.raises(ToolError, match="ended with signal 11 and no result; a kernel may have crashed"):
+    with pytest.raises(ToolError, match="ended with signal 11 while checking pyops::fragile on cpu, "
+                       "non-contiguous, float32 and no result; a kernel may have crashed"):
         run_operators(site, samples=samples)
 
 
