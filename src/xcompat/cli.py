@@ -47,6 +47,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report",): ("xcompat.commands.report", "render and deliver the report (GitHub, GitLab, Markdown, JSON)"),
     ("gate",): ("xcompat.commands.gate", "release gate: refuse a tag unless the matrix was satisfied"),
     ("run",): ("xcompat.commands.run", "run the whole pipeline locally and write report.md/json/html"),
+    ("stage",): ("xcompat.commands.stage", "run one stage of a CI pipeline, as the GitHub action and GitLab template do"),
 }
 
 GROUP_HELP = {

@@ -19,7 +19,6 @@ that already runs the project's code), never in ``report`` or ``gate``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -112,8 +111,10 @@ def runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any
     if view is not None:
         from xcompat.jsonio import write_json
 
-        with contextlib.suppress(OSError):
+        try:
             write_json(cache, view)
+        except OSError:
+            pass
     return view, why
 
 

@@ -32,6 +32,11 @@ if args[:3] == ["-I", "-m", "xcompat"]:
         ok = False
     with open(os.environ["XCOMPAT_ARGV_LOG"], "a", encoding="utf-8") as fh:
         fh.write(json.dumps({{"argv": argv, "ok": ok}}) + "\\n")
+    if ok and argv[:1] == ["stage"]:
+        # `xcompat stage` runs: the commands it starts come back through this stand-in.
+        sys.executable = os.path.abspath(__file__)
+        from xcompat.cli import main
+        sys.exit(main(argv))
     sys.exit(0)
 os.execv({python!r}, [{python!r}, *args])
 """
@@ -79,6 +84,6 @@ def test_action_builds_command_lines_the_cli_accepts(tmp_path: Path, stage: str,
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     seen = {" ".join(c["argv"][:2]) if c["argv"][0] in ("matrix", "abi", "coverage") else c["argv"][0]
             for c in calls}
-    assert commands <= seen, f"expected {commands}, the action ran {seen}\n{run.log}"
+    assert commands | {"stage"} <= seen, f"expected {commands}, the action ran {seen}\n{run.log}"
     bad = [c["argv"] for c in calls if not c["ok"]]
     assert bad == [], f"the CLI refuses these command lines: {bad}"

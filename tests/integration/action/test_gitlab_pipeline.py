@@ -25,6 +25,12 @@ SAMPLE = REPO_ROOT / "examples" / "sample-ext"
 RECORDER = """#!{python}
 import json, os, sys
 argv = sys.argv[1:]
+if argv[:3] == ["-I", "-m", "pip"]:  # the cell's environment `xcompat stage` installs: recorded
+    with open(os.environ["XCOMPAT_PIP_LOG"], "a", encoding="utf-8") as fh:
+        fh.write(" ".join(argv[3:]) + "\\n")
+    sys.exit(0)
+if argv[:3] == ["-I", "-m", "xcompat"]:  # a command `xcompat stage` starts
+    argv = argv[3:]
 from xcompat.cli import build_parser
 try:
     ok = getattr(build_parser(argv).parse_args(argv), "_module", None) is not None
@@ -32,7 +38,9 @@ except SystemExit:
     ok = False
 with open(os.environ["XCOMPAT_ARGV_LOG"], "a", encoding="utf-8") as fh:
     fh.write(json.dumps({{"argv": argv, "ok": ok}}) + "\\n")
-if argv[:2] == ["matrix", "settings"]:  # real: the test job runs what it prints
+if argv[:2] == ["matrix", "settings"] or (ok and argv[:1] == ["stage"]):
+    # real: the test job runs what the settings print; a stage's own commands come back here
+    sys.executable = os.path.abspath(__file__)
     from xcompat.cli import main
     sys.exit(main(argv))
 """
@@ -147,7 +155,7 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     log = tmp_path / "argv.jsonl"
     trigger_vars = {k: str(v) for k, v in jobs["xcompat:cells"]["variables"].items()}
     trigger_vars["PARENT_PIPELINE_ID"] = "41"
-    tagged = gitlab_env(root, CI_COMMIT_TAG="v0.2.0", XCOMPAT_ARGV_LOG=str(log))
+    tagged = gitlab_env(root, CI_COMMIT_TAG="v0.2.0", XCOMPAT_ARGV_LOG=str(log), XCOMPAT_PIP_LOG=str(pip_log))
     tagged.update({**trigger_vars, **cells[0], "XCOMPAT_ABI_BASELINE": "baseline.json.gz"})
     tagged["PATH"] = f"{recorder_dir}:{tagged['PATH']}"
     tagged["XCOMPAT_VENV"] = str(venv)  # set by the install line the test leaves out
@@ -156,7 +164,7 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
         assert proc.returncode == 0, f"{name}: {proc.stdout}{proc.stderr}"
     frameworks = cells[0]["XCOMPAT_FRAMEWORKS"].split()
     # The build job builds against the cell's frameworks, the test job runs with them.
-    wanted = ["install", "--quiet", *(f"{f}.*" for f in frameworks)]
+    wanted = ["install", "--disable-pip-version-check", "--no-input", "--quiet", *(f"{f}.*" for f in frameworks)]
     assert pip_log.read_text().splitlines() == [" ".join(wanted)] * 2
     # Only the extras each job needs: no torch (nor build tools) in plan, report and gate.
     extras = {name: installed_extras(child[name]["script"]) for name in child if name.startswith("xcompat:")}
@@ -170,16 +178,21 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     refused = [c["argv"] for c in calls if not c["ok"]]
     assert refused == [], f"the CLI refuses: {refused}"
     commands = [c["argv"][0] if c["argv"][0] not in ("abi", "matrix") else " ".join(c["argv"][:2]) for c in calls]
-    assert commands == ["matrix settings", "build", "matrix settings", "test", "report", "abi diff", "gate"]
+    # Each job runs its stage (`xcompat stage NAME`), which runs the stage's commands.
+    assert [c["argv"][1] for c in calls if c["argv"][0] == "stage"] == ["build", "test", "report", "abi", "gate"]
+    calls = [c for c in calls if c["argv"][0] != "stage"]
+    commands = [c for c in commands if c != "stage"]
+    assert commands == ["matrix settings", "build", "matrix settings", "test", "report", "matrix settings",
+                        "abi diff", "gate"]
     # The build job builds from the verified matrix bytes the plan artifact carries, not the checkout's file.
     build = calls[1]["argv"]
-    assert build[build.index("--matrix") + 1] == ".xcompat-out/matrix.yml"
+    assert Path(build[build.index("--matrix") + 1]) == out / "matrix.yml"
     # The build and test jobs take the plan only if it is the one the verified bytes yield, checked
     # against the hash the plan job verified (written into the child pipeline), and the test job
     # runs that plan's tests settings (not the checkout's matrix).
     for settings in (calls[0]["argv"], calls[2]["argv"]):
-        assert settings[settings.index("--plan") + 1] == ".xcompat-out/plan.json"
-        assert settings[settings.index("--matrix") + 1] == ".xcompat-out/matrix.yml"
+        assert Path(settings[settings.index("--plan") + 1]) == out / "plan.json"
+        assert Path(settings[settings.index("--matrix") + 1]) == out / "matrix.yml"
         assert settings[settings.index("--expect-sha256") + 1] == verify["sha256"]
     test_argv = calls[3]["argv"]
     signed = plan["settings"]["tests"] if "settings" in plan else None
