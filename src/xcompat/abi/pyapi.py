@@ -12,6 +12,7 @@ list of ``[name, kind, has_default]`` with kind one of ``positional-only``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -118,10 +119,8 @@ def cached_python_api(wheel: Path, extract) -> tuple[dict[str, Any] | None, list
     if api is not None:
         from xcompat.jsonio import write_json
 
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache only costs the next run the extraction
             write_json(path, {"api": api, "problems": problems})
-        except OSError:
-            pass  # a read-only cache only costs the next run the extraction
     return api, problems
 
 

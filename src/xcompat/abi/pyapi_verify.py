@@ -19,6 +19,7 @@ that already runs the project's code), never in ``report`` or ``gate``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -111,10 +112,8 @@ def runtime_view(wheel: Path, paths: list[str]) -> tuple[dict[str, dict[str, Any
     if view is not None:
         from xcompat.jsonio import write_json
 
-        try:
+        with contextlib.suppress(OSError):
             write_json(cache, view)
-        except OSError:
-            pass
     return view, why
 
 

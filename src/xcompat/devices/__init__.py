@@ -35,7 +35,7 @@ def get_backend(name: str) -> Backend:
         from xcompat.errors import UsageError
 
         raise UsageError(f"unknown backend {name!r}", hint=f"choose from {', '.join(BACKEND_NAMES)}")
-    return REGISTRY[name]  # type: ignore[no-any-return]
+    return REGISTRY[name]
 
 
 def probe_backend(name: str, env: Mapping[str, str] | None = None) -> Availability:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xcompat.devices import driver
-from xcompat.devices.base import Availability, BackendName
+from xcompat.devices.base import Availability, Backend, BackendName
 from xcompat.devices.torchinfo import torch_build
 
 
@@ -158,7 +158,7 @@ class MpsBackend:
         return True, "Apple MPS device available", details
 
 
-REGISTRY: dict[BackendName, Any] = {
+REGISTRY: dict[str, Backend] = {
     "cpu": CpuBackend(),
     "cuda": CudaBackend(),
     "rocm": RocmBackend(),

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -142,10 +143,8 @@ def kfd_gpus(root: Path = Path("/sys/class/kfd/kfd/topology/nodes")) -> list[dic
             continue
         major, minor, step = target // 10000, (target // 100) % 100, target % 100
         name = ""
-        try:
+        with contextlib.suppress(OSError):
             name = (node / "name").read_text().strip()
-        except OSError:
-            pass
         gpus.append({"index": len(gpus), "name": name, "arch": f"gfx{major}{minor:x}{step:x}"})
     return gpus
 

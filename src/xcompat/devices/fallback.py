@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xcompat.devices.backends import REGISTRY
-from xcompat.devices.base import BACKEND_NAMES, DEFAULT_ORDER, Availability, BackendName
+from xcompat.devices.base import BACKEND_NAMES, DEFAULT_ORDER, Availability, Backend, BackendName
 from xcompat.errors import UnavailableError, UsageError
 
 
@@ -82,7 +82,7 @@ def parse_order(text: str | Sequence[str] | None) -> tuple[BackendName, ...]:
             raise UsageError(f"unknown backend {item!r} in the order", hint=f"choose from {', '.join(BACKEND_NAMES)}")
         if item in seen:
             raise UsageError(f"backend {item!r} appears twice in the order")
-        seen.append(item)  # type: ignore[arg-type]
+        seen.append(item)
     return tuple(seen)
 
 
@@ -92,7 +92,7 @@ class FallbackChain:
         order: Iterable[BackendName] | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        registry: Mapping[str, Any] | None = None,
+        registry: Mapping[str, Backend] | None = None,
     ) -> None:
         self.order = parse_order(list(order) if order is not None else None)
         self.env = os.environ if env is None else env
@@ -106,13 +106,13 @@ class FallbackChain:
         for r in dict.fromkeys(required):
             if r not in BACKEND_NAMES:
                 raise UsageError(f"unknown required backend {r!r}", hint=f"choose from {', '.join(BACKEND_NAMES)}")
-            required_t = (*required_t, r)  # type: ignore[assignment]
+            required_t = (*required_t, r)
         probes: dict[str, Availability] = {}
         steps: list[FallbackStep] = []
         if requested != "auto":
             if requested not in BACKEND_NAMES:
                 raise UsageError(f"unknown backend {requested!r}", hint=f"choose from auto, {', '.join(BACKEND_NAMES)}")
-            result = self.probe(requested)  # type: ignore[arg-type]
+            result = self.probe(requested)
             probes[requested] = result
             steps.append(
                 FallbackStep(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from xcompat.devices import FallbackChain, parse_order
+from xcompat.devices import FallbackChain, Resolution, parse_order
 from xcompat.errors import UnavailableError, UsageError
 from xcompat.kernels import cases as casegen
 from xcompat.kernels.execute import (  # noqa: F401 - re-exported: the runner's public helpers
@@ -172,7 +172,7 @@ def run_kernels(
         # an explicitly requested backend is a requirement of the lane
         required_t = (*required_t, backend)
     chain = FallbackChain(parse_order(order), env=env)
-    resolution: Any = None
+    resolution: Resolution | None = None
     try:
         resolution = chain.resolve(backend, required=required_t)
         return _run_resolved(resolution, chain, chosen=chosen, table=table, env=env, cell_id=cell_id,
@@ -189,7 +189,7 @@ def unavailable_result(
     exc: UnavailableError,
     *,
     chain: FallbackChain,
-    resolution: Any,
+    resolution: Resolution | None,
     requested: str,
     required: Sequence[str],
     cell_id: str | None,
@@ -236,7 +236,7 @@ def unavailable_result(
 
 
 def _run_resolved(
-    resolution: Any,
+    resolution: Resolution,
     chain: FallbackChain,
     *,
     chosen: tuple[str, ...],
@@ -252,53 +252,9 @@ def _run_resolved(
     from xcompat.devices import get_backend
 
     device = get_backend(used).torch_device
-    isa: dict[str, Any] | None = None
-    paths: list[str | None] = [None]
-    if used == "mps":
-        # Metal is one more ops backend: the shader set, with the same call surface
-        from xcompat.kernels.metal import MetalKernels
-
-        ops: Any = MetalKernels()
-        build_info: dict[str, Any] = ops.build_info()
-    else:
-        from xcompat.kernels.build import isa_info, kernel_ops, load_kernels
-
-        loaded = load_kernels(with_device=used in ("cuda", "rocm"), env=env, gpu_archs=gpu_archs)
-        build_info = loaded.to_dict()
-        ops = kernel_ops()
-    if used == "cpu":
-        isa = isa_info()
-        if isa["error"]:
-            raise UnavailableError(isa["error"], hint="unset XCOMPAT_KERNELS_ISA or pick a path this CPU supports")
-        if isa_paths is not None:
-            paths = list(isa_paths)
-        elif isa["source"] == "env":
-            paths = [isa["selected"]]
-        else:
-            paths = list(isa["supported"])
-    kernel_results: list[dict[str, Any]] = []
-    for name in chosen:
-        case_results: list[dict[str, Any]] = []
-        table_name = "add" if name == "_broken_add_stride" else name
-        for case in casegen.generate_cases(name):
-            tol = table.get(table_name, case.dtype, used)
-            for path in paths:
-                if path is not None:
-                    ops.set_isa(path)
-                res = run_case(ops, case, device, tol, poison=ops.set_poison)
-                if path is not None:
-                    res["isa"] = path
-                case_results.append(res)
-        if used == "cpu" and isa is not None:
-            ops.set_isa("auto" if isa["source"] != "env" else isa["selected"])
-        kernel_results.append(
-            {
-                "name": name,
-                "status": _kernel_status(case_results),
-                "cases": case_results,
-                "counts": {s: sum(1 for c in case_results if c["status"] == s) for s in ("passed", "failed", "skipped")},
-            }
-        )
+    ops, build_info, isa = _load_ops(used, env, gpu_archs)
+    paths: list[str | None] = _cpu_paths(isa, isa_paths) if isa is not None else [None]
+    kernel_results = [_run_kernel(name, ops, device, table, used, paths, isa) for name in chosen]
     opcheck_results = run_opcheck(ops, device) if opcheck and used != "mps" else {}
     checks = device_checks(ops, used, device)
     failed_cases = sum(k["counts"]["failed"] for k in kernel_results)
@@ -347,4 +303,64 @@ def _run_resolved(
             "checks_skipped": len(skipped_checks),
         },
         "duration_seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _load_ops(
+    used: str, env: Mapping[str, str], gpu_archs: Sequence[str] | None
+) -> tuple[Any, dict[str, Any], dict[str, Any] | None]:
+    """(the kernels' ops for backend ``used``, how they were built, the CPU paths on the CPU
+    backend). Raises ``UnavailableError`` when the forced CPU path is not supported here."""
+    if used == "mps":
+        # Metal is one more ops backend: the shader set, with the same call surface
+        from xcompat.kernels.metal import MetalKernels
+
+        metal = MetalKernels()
+        return metal, metal.build_info(), None
+    from xcompat.kernels.build import isa_info, kernel_ops, load_kernels
+
+    loaded = load_kernels(with_device=used in ("cuda", "rocm"), env=env, gpu_archs=gpu_archs)
+    build_info = loaded.to_dict()
+    ops = kernel_ops()
+    if used != "cpu":
+        return ops, build_info, None
+    isa = isa_info()
+    if isa["error"]:
+        raise UnavailableError(isa["error"], hint="unset XCOMPAT_KERNELS_ISA or pick a path this CPU supports")
+    return ops, build_info, isa
+
+
+def _cpu_paths(isa: dict[str, Any], isa_paths: Sequence[str] | None) -> list[str | None]:
+    """The SIMD paths every case runs on: those asked for, the one forced with
+    ``XCOMPAT_KERNELS_ISA``, or every path this CPU supports."""
+    if isa_paths is not None:
+        return list(isa_paths)
+    if isa["source"] == "env":
+        return [isa["selected"]]
+    return list(isa["supported"])
+
+
+def _run_kernel(
+    name: str, ops: Any, device: str, table: ToleranceTable, used: str, paths: list[str | None],
+    isa: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Every case of kernel ``name`` on each of ``paths`` (None: the backend's one path)."""
+    case_results: list[dict[str, Any]] = []
+    table_name = "add" if name == "_broken_add_stride" else name
+    for case in casegen.generate_cases(name):
+        tol = table.get(table_name, case.dtype, used)
+        for path in paths:
+            if path is not None:
+                ops.set_isa(path)
+            res = run_case(ops, case, device, tol, poison=ops.set_poison)
+            if path is not None:
+                res["isa"] = path
+            case_results.append(res)
+    if used == "cpu" and isa is not None:
+        ops.set_isa("auto" if isa["source"] != "env" else isa["selected"])
+    return {
+        "name": name,
+        "status": _kernel_status(case_results),
+        "cases": case_results,
+        "counts": {s: sum(1 for c in case_results if c["status"] == s) for s in ("passed", "failed", "skipped")},
     }

@@ -116,10 +116,10 @@ def cuda_arch_covered(device_cc: str, archs: Sequence[str]) -> tuple[bool, str]:
         parsed = _sm(a)
         if parsed is None:
             continue
-        kind, M, m = parsed
-        if kind == "sm" and M == major and m <= minor:
+        kind, arch_major, arch_minor = parsed
+        if kind == "sm" and arch_major == major and arch_minor <= minor:
             sass.append(a)
-        if kind == "compute" and (M, m) <= (major, minor):
+        if kind == "compute" and (arch_major, arch_minor) <= (major, minor):
             ptx.append(a)
     if f"sm_{major}{minor}" in archs:
         return True, f"SASS for sm_{major}{minor}"
@@ -182,28 +182,45 @@ def forced_isa_supported(cpu: CpuInfo, env: Mapping[str, str], numpy_version: st
     name = "forced_cpu_isa_supported"
     problems: list[str] = []
     notes: list[str] = []
+    _kernels_isa(cpu, env, problems, notes)
+    _aten_capability(cpu, env, problems, notes)
+    _numpy_features(cpu, env, numpy_version, problems)
+    if problems:
+        return Assertion(name=name, status="failed", reason="; ".join(problems))
+    return Assertion(name=name, status="passed", reason="; ".join(notes) if notes else "no CPU path is forced")
+
+
+def _kernels_isa(cpu: CpuInfo, env: Mapping[str, str], problems: list[str], notes: list[str]) -> None:
     forced = env.get("XCOMPAT_KERNELS_ISA", "").strip()
-    if forced and forced != "auto":
-        if forced not in ISA_REQUIREMENTS:
-            problems.append(f"XCOMPAT_KERNELS_ISA={forced} is not a path (scalar, avx2, avx512, neon)")
-        elif ISA_ARCH[forced] not in (None, cpu.arch) or forced not in cpu.isa_paths():
-            problems.append(f"XCOMPAT_KERNELS_ISA={forced} needs {', '.join(ISA_REQUIREMENTS[forced]) or forced} "
-                            f"which this {cpu.arch} CPU lacks (it runs: {', '.join(cpu.isa_paths())})")
-        else:
-            notes.append(f"XCOMPAT_KERNELS_ISA={forced} is supported")
+    if not forced or forced == "auto":
+        return
+    if forced not in ISA_REQUIREMENTS:
+        problems.append(f"XCOMPAT_KERNELS_ISA={forced} is not a path (scalar, avx2, avx512, neon)")
+    elif ISA_ARCH[forced] not in (None, cpu.arch) or forced not in cpu.isa_paths():
+        problems.append(f"XCOMPAT_KERNELS_ISA={forced} needs {', '.join(ISA_REQUIREMENTS[forced]) or forced} "
+                        f"which this {cpu.arch} CPU lacks (it runs: {', '.join(cpu.isa_paths())})")
+    else:
+        notes.append(f"XCOMPAT_KERNELS_ISA={forced} is supported")
+
+
+def _aten_capability(cpu: CpuInfo, env: Mapping[str, str], problems: list[str], notes: list[str]) -> None:
     aten = env.get("ATEN_CPU_CAPABILITY", "").strip().lower()
-    if aten:
-        needs = ATEN_REQUIREMENTS.get(aten)
-        if cpu.arch != "x86_64" and aten in ("avx2", "avx512"):
-            problems.append(f"ATEN_CPU_CAPABILITY={aten} is an x86-64 capability; this CPU is {cpu.arch}")
-        elif needs is None:
-            notes.append(f"ATEN_CPU_CAPABILITY={aten} not checked (not an x86 capability name)")
-        elif not cpu.has(needs):
-            lacking = [f for f in needs if f not in cpu.features]
-            problems.append(f"ATEN_CPU_CAPABILITY={aten} needs {', '.join(lacking)} which this CPU lacks; torch "
-                            "accepts it unchecked and the first vectorised op dies with SIGILL")
-        else:
-            notes.append(f"ATEN_CPU_CAPABILITY={aten} is supported")
+    if not aten:
+        return
+    needs = ATEN_REQUIREMENTS.get(aten)
+    if cpu.arch != "x86_64" and aten in ("avx2", "avx512"):
+        problems.append(f"ATEN_CPU_CAPABILITY={aten} is an x86-64 capability; this CPU is {cpu.arch}")
+    elif needs is None:
+        notes.append(f"ATEN_CPU_CAPABILITY={aten} not checked (not an x86 capability name)")
+    elif not cpu.has(needs):
+        lacking = [f for f in needs if f not in cpu.features]
+        problems.append(f"ATEN_CPU_CAPABILITY={aten} needs {', '.join(lacking)} which this CPU lacks; torch "
+                        "accepts it unchecked and the first vectorised op dies with SIGILL")
+    else:
+        notes.append(f"ATEN_CPU_CAPABILITY={aten} is supported")
+
+
+def _numpy_features(cpu: CpuInfo, env: Mapping[str, str], numpy_version: str | None, problems: list[str]) -> None:
     np_ge_24 = numpy_version is not None and _version_tuple(numpy_version) >= (2, 4)
     for var in ("NPY_ENABLE_CPU_FEATURES", "NPY_DISABLE_CPU_FEATURES"):
         value = env.get(var, "").strip()
@@ -220,6 +237,3 @@ def forced_isa_supported(cpu: CpuInfo, env: Mapping[str, str], numpy_version: st
                 lacking = [f for f in NUMPY_X86_GROUPS[up] if f not in cpu.features]
                 if lacking:
                     problems.append(f"{var}={feat} needs {', '.join(lacking)} which this CPU lacks")
-    if problems:
-        return Assertion(name=name, status="failed", reason="; ".join(problems))
-    return Assertion(name=name, status="passed", reason="; ".join(notes) if notes else "no CPU path is forced")

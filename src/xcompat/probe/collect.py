@@ -7,6 +7,7 @@ could look at devices runs with ``PYTORCH_NVML_BASED_CUDA_CHECK=1``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import shutil
@@ -22,7 +23,7 @@ from xcompat.devices import BACKEND_NAMES, probe_backend
 from xcompat.devices import driver as drv
 from xcompat.devices.torchinfo import torch_build
 from xcompat.probe import assertions as rules
-from xcompat.probe.cpu import detect_cpu
+from xcompat.probe.cpu import CpuInfo, detect_cpu
 
 
 def _run_first_line(cmd: list[str]) -> str | None:
@@ -90,10 +91,11 @@ def _numpy() -> dict[str, Any]:
     except ImportError:
         return {"version": None}
     info: dict[str, Any] = {"version": numpy.__version__}
+    # by name: the module moved in numpy 2, and the stubs of either version lack the other path
     try:
-        from numpy._core import _multiarray_umath as mu  # type: ignore[attr-defined]  # numpy >= 2
+        mu = importlib.import_module("numpy._core._multiarray_umath")  # numpy >= 2
     except ImportError:  # pragma: no cover - numpy 1.x
-        from numpy.core import _multiarray_umath as mu  # type: ignore[no-redef]
+        mu = importlib.import_module("numpy.core._multiarray_umath")
     info["cpu_baseline"] = list(getattr(mu, "__cpu_baseline__", []))
     info["cpu_dispatch"] = list(getattr(mu, "__cpu_dispatch__", []))
     feats = getattr(mu, "__cpu_features__", {})
@@ -180,51 +182,20 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
     hip_version, hip_how = drv.hip_driver_version()
     amd_gpus = drv.kfd_gpus()
     backends = {name: probe_backend(name, env).to_dict() for name in BACKEND_NAMES}
-
-    devices: list[dict[str, Any]] = []
-    for d in nvml_devices or []:
-        devices.append({"backend": "cuda", **d})
-    for d in amd_gpus:
-        devices.append({"backend": "rocm", **d})
-    if backends["mps"]["available"]:
-        devices.append({"backend": "mps", "index": 0, "name": cpu.model or "Apple GPU", "arch": "apple"})
+    devices = _devices(nvml_devices or [], amd_gpus, cpu, mps=bool(backends["mps"]["available"]))
 
     checks = [
         rules.driver_supports_runtime(torch_info.get("cuda"), driver_version, driver_how),
+        _torch_arch_check(torch_info, nvml_devices or [], amd_gpus),
     ]
-    torch_archs = torch_info.get("arch_list") or []
-    if torch_info.get("hip"):
-        checks.append(rules.device_arch_in_list("device_arch_in_torch_arch_list", amd_gpus, torch_archs,
-                                                what=f"torch {torch_info.get('version')} ROCm arch list", rocm=True))
-    elif torch_info.get("cuda"):
-        checks.append(rules.device_arch_in_list("device_arch_in_torch_arch_list", nvml_devices or [], torch_archs,
-                                                what=f"torch {torch_info.get('version')} CUDA arch list"))
-    else:
-        checks.append(rules.Assertion(name="device_arch_in_torch_arch_list", status="skipped",
-                                      reason="torch has no CUDA or ROCm device code"))
     wheel_info = None
     if wheel is not None:
-        wheel = Path(wheel)
-        if not wheel.is_file():
-            from xcompat.errors import InputError
-
-            raise InputError("wheel not found", file=wheel, hint="pass the path of a .whl file")
-        archs, libs, how = wheel_cuda_archs(wheel)
-        wheel_info = {"path": str(wheel), "cuda_archs": archs, "libraries": libs, "reader": how}
-        name = "device_arch_in_wheel_fatbin"
-        if not libs:
-            checks.append(rules.Assertion(name=name, status="skipped",
-                                          reason=f"{wheel.name} has no CUDA device code ({how})"))
-        elif not nvml_devices:
-            checks.append(rules.Assertion(name=name, status="skipped",
-                                          reason=f"no CUDA device to check; the wheel carries {', '.join(archs)}"))
-        else:
-            checks.append(rules.device_arch_in_list(name, nvml_devices, archs, what=f"{wheel.name} fatbinary"))
+        wheel_info, wheel_check = _wheel_check(Path(wheel), nvml_devices or [])
+        checks.append(wheel_check)
     checks.append(rules.toolchain_present(toolchain, torch_info.get("cuda"), torch_info.get("hip")))
     checks.append(rules.forced_isa_supported(cpu, env, np_info.get("version")))
 
     failed = [c.name for c in checks if c.status == "failed"]
-    status = "failed" if failed else "passed"
     used = next((b for b in ("cuda", "rocm", "mps", "cpu") if backends[b]["available"]), "cpu")
     summary = (
         f"{len(checks) - len(failed)}/{len(checks)} checks ok"
@@ -236,7 +207,7 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
         "version": 1,
         "kind": "probe",
         "cell_id": cell_id,
-        "status": status,
+        "status": "failed" if failed else "passed",
         "summary": summary,
         "os": {
             "system": platform.system(),
@@ -245,16 +216,7 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
             "machine": platform.machine(),
             "glibc": _glibc(),
         },
-        "cpu": {
-            "model": cpu.model,
-            "arch": cpu.arch,
-            "features": sorted(f for f in cpu.features if f in rules_reported()),
-            "feature_source": cpu.source,
-            "kernel_isa_paths": cpu.isa_paths(),
-            "kernel_isa_selected": _selected_isa(cpu, env),
-            "forced": {k: env[k] for k in ("XCOMPAT_KERNELS_ISA", "ATEN_CPU_CAPABILITY", "NPY_ENABLE_CPU_FEATURES",
-                                           "NPY_DISABLE_CPU_FEATURES") if env.get(k)},
-        },
+        "cpu": _cpu_section(cpu, env),
         "python": _python(),
         "torch": torch_info,
         "numpy": np_info,
@@ -275,7 +237,65 @@ def collect_probe(*, wheel: str | Path | None = None, env: Mapping[str, str] | N
     }
 
 
-def _selected_isa(cpu: Any, env: Mapping[str, str]) -> str | None:
+def _devices(nvml_devices: list[dict[str, Any]], amd_gpus: list[dict[str, Any]], cpu: CpuInfo, *,
+             mps: bool) -> list[dict[str, Any]]:
+    """Every GPU found, NVIDIA (NVML) first, then AMD (KFD), then the Apple GPU behind MPS."""
+    devices: list[dict[str, Any]] = []
+    for d in nvml_devices:
+        devices.append({"backend": "cuda", **d})
+    for d in amd_gpus:
+        devices.append({"backend": "rocm", **d})
+    if mps:
+        devices.append({"backend": "mps", "index": 0, "name": cpu.model or "Apple GPU", "arch": "apple"})
+    return devices
+
+
+def _torch_arch_check(torch_info: Mapping[str, Any], nvml_devices: list[dict[str, Any]],
+                      amd_gpus: list[dict[str, Any]]) -> rules.Assertion:
+    """Whether torch carries device code for every GPU of its own kind (CUDA or ROCm) here."""
+    name = "device_arch_in_torch_arch_list"
+    torch_archs = torch_info.get("arch_list") or []
+    if torch_info.get("hip"):
+        return rules.device_arch_in_list(name, amd_gpus, torch_archs,
+                                         what=f"torch {torch_info.get('version')} ROCm arch list", rocm=True)
+    if torch_info.get("cuda"):
+        return rules.device_arch_in_list(name, nvml_devices, torch_archs,
+                                         what=f"torch {torch_info.get('version')} CUDA arch list")
+    return rules.Assertion(name=name, status="skipped", reason="torch has no CUDA or ROCm device code")
+
+
+def _wheel_check(wheel: Path, nvml_devices: list[dict[str, Any]]) -> tuple[dict[str, Any], rules.Assertion]:
+    """(the wheel's section of the document, whether its fat binaries cover the CUDA devices here)."""
+    if not wheel.is_file():
+        from xcompat.errors import InputError
+
+        raise InputError("wheel not found", file=wheel, hint="pass the path of a .whl file")
+    archs, libs, how = wheel_cuda_archs(wheel)
+    wheel_info = {"path": str(wheel), "cuda_archs": archs, "libraries": libs, "reader": how}
+    name = "device_arch_in_wheel_fatbin"
+    if not libs:
+        return wheel_info, rules.Assertion(name=name, status="skipped",
+                                           reason=f"{wheel.name} has no CUDA device code ({how})")
+    if not nvml_devices:
+        return wheel_info, rules.Assertion(name=name, status="skipped",
+                                           reason=f"no CUDA device to check; the wheel carries {', '.join(archs)}")
+    return wheel_info, rules.device_arch_in_list(name, nvml_devices, archs, what=f"{wheel.name} fatbinary")
+
+
+def _cpu_section(cpu: CpuInfo, env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "model": cpu.model,
+        "arch": cpu.arch,
+        "features": sorted(f for f in cpu.features if f in rules_reported()),
+        "feature_source": cpu.source,
+        "kernel_isa_paths": cpu.isa_paths(),
+        "kernel_isa_selected": _selected_isa(cpu, env),
+        "forced": {k: env[k] for k in ("XCOMPAT_KERNELS_ISA", "ATEN_CPU_CAPABILITY", "NPY_ENABLE_CPU_FEATURES",
+                                       "NPY_DISABLE_CPU_FEATURES") if env.get(k)},
+    }
+
+
+def _selected_isa(cpu: CpuInfo, env: Mapping[str, str]) -> str | None:
     """The path the kernels will run: the forced one when this CPU can run it, else the best.
     None when the forced path is unusable (the kernels then refuse to run)."""
     paths = cpu.isa_paths()

@@ -9,6 +9,7 @@ the file raises :class:`ElfError` naming the file and the place that is wrong.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import struct
 import sys
@@ -203,8 +204,7 @@ class ElfSections:
     def release(self) -> None:
         """Drop the views of the file, so that its mapping can be closed."""
         for view in (*self._views.values(), self._whole):
-            try:
+            # a view still exported (an error's frames hold it) is freed with them
+            with contextlib.suppress(BufferError):
                 view.release()
-            except BufferError:  # a view still exported (an error's frames hold it): freed with them
-                pass
         self._views.clear()

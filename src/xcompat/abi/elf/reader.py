@@ -8,6 +8,7 @@ NumPy C-API target string in ``.rodata``.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import re
 from pathlib import Path
@@ -37,10 +38,10 @@ def read_elf(
             with paused_gc():
                 info = _read(mm, name, want_fatbin, symbols)
         finally:
-            try:
+            # a view held by the frames of an error on its way up: the mapping is unmapped
+            # when the error is dropped
+            with contextlib.suppress(BufferError):
                 mm.close()
-            except BufferError:  # a view held by the frames of an error on its way up: the
-                pass  # mapping is unmapped when the error is dropped
     if want_fatbin and any(".nv_fatbin" in u for u in info.unchecked):
         from xcompat.abi.fatbin import cuobjdump_archs
 
