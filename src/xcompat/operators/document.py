@@ -25,7 +25,8 @@ def summarise(operators: list[dict[str, Any]], device: str) -> tuple[str, str]:
     counts = {s: sum(op["status"] == s for op in operators) for s in ("passed", "failed", "not_exercised")}
     if not operators:
         return "not_run", "project operators 0: the wheel registers no operators"
-    parts = [f"{counts['passed']} passed"]
+    guessed = sum(op["status"] == "passed" and op.get("samples") == "schema" for op in operators)
+    parts = [f"{counts['passed']} passed" + (f" ({guessed} on inputs from its schema only)" if guessed else "")]
     if counts["failed"]:
         parts.append(f"{counts['failed']} failed")
     if counts["not_exercised"]:

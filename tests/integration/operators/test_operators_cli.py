@@ -48,8 +48,10 @@ def test_the_sample_projects_operator_passes_with_its_declared_samples(sample_si
 def test_without_samples_the_schema_gives_inputs_and_the_default_file_is_found(sample_site, tmp_path: Path) -> None:
     proc = _cli("--site", sample_site["v1"], "--json", "-", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    op = _ops(json.loads(proc.stdout))["sample_ext::scaled_add"]
+    doc = json.loads(proc.stdout)
+    op = _ops(doc)["sample_ext::scaled_add"]
     assert op["samples"] == "schema" and op["status"] == "passed"
+    assert doc["summary"] == "project operators 1: 1 passed (1 on inputs from its schema only)"
     (tmp_path / ".xcompat").mkdir()
     (tmp_path / ".xcompat" / "operators.py").write_text(SAMPLE_SAMPLES.read_text())
     proc = _cli("--site", sample_site["v1"], "--json", "-", cwd=tmp_path)

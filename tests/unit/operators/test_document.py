@@ -32,3 +32,8 @@ def test_a_failed_check_without_a_failed_case_names_the_check() -> None:
     op = {"name": "ns::a", "status": "failed", "cases": [],
           "checks": [{"name": "opcheck", "status": "failed", "detail": "test_faketensor"}]}
     assert summarise([op], "cpu")[1].endswith("ns::a on cpu, opcheck")
+
+
+def test_a_pass_on_inputs_guessed_from_the_schema_says_so() -> None:
+    ops = [dict(_op("ns::a", "passed"), samples="schema"), dict(_op("ns::b", "passed"), samples="declared")]
+    assert summarise(ops, "cpu") == ("passed", "project operators 2: 2 passed (1 on inputs from its schema only)")
