@@ -33,18 +33,16 @@ with one line saying why.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from xcompat.isolate.costs_runs import TimedRun, TimedRunner
 
 Mode = Literal["test", "file", "none"]
 
@@ -57,11 +55,7 @@ DEFAULT_RATIO = 2.0
 DEFAULT_PER_TEST_S = 0.050
 # Plain pytest measures the files it finishes in this share of the budget.
 SAMPLE_SHARE = 1 / 8
-# A stopped run is given this long to end its processes before it is killed.
-_STOP_GRACE_S = 5.0
 _NOTE_CHARS = 200
-# The plan file of ``xcompat.isolate.costs_plugin`` (which pytest loads in each run).
-PLAN_ENV = "XCOMPAT_MEASURE_PLAN"
 
 
 def file_of(nodeid: str) -> str:
@@ -174,70 +168,6 @@ def one_line(text: str) -> str:
     return flat if len(flat) <= _NOTE_CHARS else flat[: _NOTE_CHARS - 3] + "..."
 
 
-@dataclass(frozen=True)
-class _Run:
-    seconds: float
-    returncode: int | None  # None: stopped at its limit
-    log: Path
-    found: dict[str, Any] | None  # what the plugin wrote (xcompat.isolate.costs_plugin)
-
-
-class _Runner:
-    def __init__(self, cwd: Path, folder: Path, env: Mapping[str, str], python: str, deadline: float) -> None:
-        self.cwd = cwd
-        self.folder = folder
-        self.env = dict(env)
-        self.python = python
-        self.deadline = deadline
-        self.count = 0
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def run(self, argv: Sequence[str], *, limit: float, plan: Mapping[str, object]) -> _Run:
-        self.count += 1
-        tag = f"run{self.count}"
-        out = self.folder / f"{tag}.json"
-        plan_path = self.folder / f"{tag}.plan.json"
-        plan_path.write_text(json.dumps({**plan, "out": str(out)}))
-        cache = self.folder / f"{tag}.numba-cache"
-        cache.mkdir()
-        env = {**self.env, PLAN_ENV: str(plan_path), "NUMBA_CACHE_DIR": str(cache)}
-        log = self.folder / f"{tag}.log"
-        with open(log, "wb") as sink:
-            start = time.monotonic()
-            proc = subprocess.Popen([self.python, *argv], cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-            try:
-                code: int | None = proc.wait(timeout=max(limit, 0.1))
-            except subprocess.TimeoutExpired:
-                code = None
-            finally:
-                if proc.returncode is None:
-                    _stop(proc)
-            seconds = time.monotonic() - start
-        found = None
-        if code is not None and out.is_file():
-            try:
-                found = json.loads(out.read_text())
-            except ValueError:
-                found = None
-        return _Run(seconds=seconds, returncode=code, log=log, found=found)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM for the run's process group (``xcompat test`` then ends its test processes
-    itself), SIGKILL for what is left after the grace period."""
-    for sig, wait in ((signal.SIGTERM, _STOP_GRACE_S), (signal.SIGKILL, _STOP_GRACE_S)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _tail(log: Path, *, prefer: str = "") -> str:
     """The last telling line of a run's output (one starting with ``prefer`` when there is one)."""
     try:
@@ -273,11 +203,11 @@ def measure(
     base["PYTEST_PLUGINS"] = ",".join([*plugins, "xcompat.isolate.costs_plugin"])
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="xcompat-measure-") as tmp:
-        runner = _Runner(project, Path(tmp), base, python, start + budget_s)
+        runner = TimedRunner(project, Path(tmp), base, python, start + budget_s)
         return _measure(runner, list(paths), list(pytest_args), budget_s, bound)
 
 
-def _measure(runner: _Runner, paths: list[str], args: list[str], budget_s: float, bound: Bound) -> Measurement:
+def _measure(runner: TimedRunner, paths: list[str], args: list[str], budget_s: float, bound: Bound) -> Measurement:
     targets = " ".join(paths) or "the project folder"
     suite = _Suite(runner, paths, args, targets)
     # 1. What there is to run.
@@ -312,7 +242,7 @@ class _Sample:
     """What plain pytest ran first: the files the other runs take too, and how a run of them
     scales to the whole suite."""
 
-    plain: _Run
+    plain: TimedRun
     sampled: bool  # plain pytest was stopped: the sample is the files it finished
     files: set[str]
     tests: int
@@ -330,7 +260,7 @@ class _Sample:
 class _Suite:
     """The runs of one measurement, each raising :class:`NotMeasured` when it cannot count."""
 
-    def __init__(self, runner: _Runner, paths: list[str], args: list[str], targets: str) -> None:
+    def __init__(self, runner: TimedRunner, paths: list[str], args: list[str], targets: str) -> None:
         self.runner = runner
         self.paths = paths
         self.args = args

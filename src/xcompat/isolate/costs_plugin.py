@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from xcompat.isolate.costs import PLAN_ENV, file_of
+from xcompat.isolate.costs import file_of
+from xcompat.isolate.costs_runs import PLAN_ENV
 
 
 def _last_line(text: str) -> str:
