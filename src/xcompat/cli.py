@@ -47,6 +47,9 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report",): ("xcompat.commands.report", "render and deliver the report (GitHub, GitLab, Markdown, JSON)"),
     ("gate",): ("xcompat.commands.gate", "release gate: refuse a tag unless the matrix was satisfied"),
     ("run",): ("xcompat.commands.run", "run the whole pipeline locally and write report.md/json/html"),
+    ("contracts", "stubs"): ("xcompat.commands.contracts_stubs", "check a wheel's .pyi stubs against its runtime (stubtest)"),
+    ("contracts", "libraries"): ("xcompat.commands.contracts_libraries", "list the shared objects an import maps; duplicate runtimes"),
+    ("contracts", "python-floor"): ("xcompat.commands.contracts_python_floor", "the lowest Python the sources need vs Requires-Python"),
     ("stage",): ("xcompat.commands.stage", "run one stage of a CI pipeline, as the GitHub action and GitLab template do"),
 }
 
@@ -56,6 +59,7 @@ GROUP_HELP = {
     "abi": "ABI diff and torch link checks",
     "kernels": "device conformance kernels",
     "coverage": "merged Python and native coverage",
+    "contracts": "stub, runtime-library and Python-floor contracts",
 }
 
 
