@@ -94,3 +94,13 @@ def test_samples_that_require_grad_are_checked_like_the_others() -> None:
     run = _run(lambda x: x * 2, [(torch.randn(3, 4, requires_grad=True),)], reference=lambda x: x * 2)
     assert run.checks["result"][0] == "passed"
     assert not [c for c in run.cases if c.status != "passed"]
+
+
+def test_on_a_torch_without_opcheck_the_check_is_not_run_and_says_why(monkeypatch) -> None:
+    from xcompat.operators import checks
+
+    monkeypatch.delattr(torch.library, "opcheck")
+    run = checks.OpRun()
+    checks.run_opcheck(None, (torch.ones(2),), run)
+    status, detail = run.checks["opcheck"]
+    assert status == "not_run" and "has no torch.library.opcheck (added in 2.4)" in detail

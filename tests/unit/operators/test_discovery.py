@@ -38,3 +38,10 @@ def test_top_level_names_come_from_the_dist_info_or_the_folder(tmp_path: Path) -
     (plain / "mod").mkdir(parents=True)
     (plain / "mod" / "__init__.py").write_text("")
     assert top_level_names(plain) == ["mod"]
+
+
+def test_without_dispatch_dump_each_known_key_is_asked(monkeypatch) -> None:
+    monkeypatch.delattr(torch._C, "_dispatch_dump")
+    assert dispatch_keys("xcompat_unit_ops::double") == ["CPU", "Meta"]
+    monkeypatch.delattr(torch._C, "_dispatch_has_kernel_for_dispatch_key")
+    assert dispatch_keys("xcompat_unit_ops::double") == []
