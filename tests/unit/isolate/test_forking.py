@@ -49,7 +49,7 @@ def test_another_python_thread_keeps_the_warning(monkeypatch):
 
 
 def test_other_deprecation_warnings_still_show(monkeypatch):
-    monkeypatch.setattr(forking.os, "fork", lambda: warnings.warn("something else", DeprecationWarning) or 1)
+    monkeypatch.setattr(forking.os, "fork", lambda: warnings.warn("something else", DeprecationWarning, stacklevel=1) or 1)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         forking.fork()

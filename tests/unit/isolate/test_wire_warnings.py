@@ -19,7 +19,7 @@ class NeedsTwoArguments(UserWarning):
 def _recorded(text: str, category: type[Warning]) -> warnings.WarningMessage:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        warnings.warn(text, category)
+        warnings.warn(text, category, stacklevel=1)
     return caught[0]
 
 

@@ -8,6 +8,7 @@ own process group, since a spare that died is killed and discarded by its group.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -67,10 +68,8 @@ class FakeZygote:
         self.process.kill()
         self.process.wait()
         for fd in (self.msg_w, self.ctrl_r):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.sock.close()
 
 
