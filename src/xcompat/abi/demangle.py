@@ -78,7 +78,7 @@ def demangle_many(names: Iterable[str]) -> list[str]:
         proc = subprocess.run([tool], input="\n".join(bases) + "\n", capture_output=True, text=True, check=False)
         lines = proc.stdout.splitlines()
         if proc.returncode == 0 and len(lines) == len(todo):
-            for i, line in zip(todo, lines):
+            for i, line in zip(todo, lines, strict=True):
                 _b, sep, ver = names[i].partition("@")
                 out[i] = line + (f"@{ver}" if sep else "")
     return out

@@ -16,6 +16,11 @@ from typing import TYPE_CHECKING
 from xcompat.abi.tags_diff import WHEEL
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
     from xcompat.abi.findings import Collector
     from xcompat.abi.manifest import Manifest
 
@@ -25,41 +30,51 @@ _PY_CANDIDATES = [f"{major}.{minor}{patch}" for major in (2, 3) for minor in ran
 def diff_requires(old: Manifest, new: Manifest, c: Collector) -> None:
     if not (old.requires_python or new.requires_python or old.requires_dist or new.requires_dist):
         return
-    from packaging.requirements import InvalidRequirement, Requirement
+    if old.requires_python != new.requires_python and old.kind != "library" and new.kind != "library":
+        _diff_requires_python(old, new, c)
+    _diff_requires_dist(old, new, c)
+
+
+def _diff_requires_python(old: Manifest, new: Manifest, c: Collector) -> None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        sa = SpecifierSet(old.requires_python or "")
+        sb = SpecifierSet(new.requires_python or "")
+    except InvalidSpecifier as exc:
+        c.add("requires_python_narrowed", WHEEL, None, f"Requires-Python cannot be parsed: {exc}")
+        return
+    lost = [v for v in _PY_CANDIDATES if v in sa and v not in sb and not v.endswith((".0", ".99"))]
+    if lost or [v for v in _PY_CANDIDATES if v in sa and v not in sb]:
+        shown = ", ".join(lost) or "some patch releases"
+        c.add("requires_python_narrowed", WHEEL, None,
+              f"Requires-Python {old.requires_python or '(any)'} -> {new.requires_python}: drops {shown}",
+              old=old.requires_python, new=new.requires_python)
+    else:
+        c.add("requires_python_widened", WHEEL, None,
+              f"Requires-Python {old.requires_python} -> {new.requires_python or '(any)'}",
+              old=old.requires_python, new=new.requires_python)
+
+
+def _requirements(items: Iterable[str]) -> dict[str, Requirement]:
+    """The parseable requirements that are not behind an extra, by canonical name."""
+    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    if old.requires_python != new.requires_python and old.kind != "library" and new.kind != "library":
+    out: dict[str, Requirement] = {}
+    for text in items:
         try:
-            sa = SpecifierSet(old.requires_python or "")
-            sb = SpecifierSet(new.requires_python or "")
-        except InvalidSpecifier as exc:
-            c.add("requires_python_narrowed", WHEEL, None, f"Requires-Python cannot be parsed: {exc}")
-        else:
-            lost = [v for v in _PY_CANDIDATES if v in sa and v not in sb and not v.endswith((".0", ".99"))]
-            if lost or [v for v in _PY_CANDIDATES if v in sa and v not in sb]:
-                shown = ", ".join(lost) or "some patch releases"
-                c.add("requires_python_narrowed", WHEEL, None,
-                      f"Requires-Python {old.requires_python or '(any)'} -> {new.requires_python}: drops {shown}",
-                      old=old.requires_python, new=new.requires_python)
-            else:
-                c.add("requires_python_widened", WHEEL, None,
-                      f"Requires-Python {old.requires_python} -> {new.requires_python or '(any)'}",
-                      old=old.requires_python, new=new.requires_python)
+            r = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if r.marker is not None and "extra" in str(r.marker):
+            continue
+        out[canonicalize_name(r.name)] = r
+    return out
 
-    def reqs(items):
-        out = {}
-        for text in items:
-            try:
-                r = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if r.marker is not None and "extra" in str(r.marker):
-                continue
-            out[canonicalize_name(r.name)] = r
-        return out
 
-    ra, rb = reqs(old.requires_dist), reqs(new.requires_dist)
+def _diff_requires_dist(old: Manifest, new: Manifest, c: Collector) -> None:
+    ra, rb = _requirements(old.requires_dist), _requirements(new.requires_dist)
     for name in sorted(rb.keys() - ra.keys()):
         c.add("requires_dist_added", WHEEL, None, f"new dependency {rb[name]}", new=str(rb[name]))
     for name in sorted(ra.keys() - rb.keys()):
@@ -86,7 +101,7 @@ def diff_requires(old: Manifest, new: Manifest, c: Collector) -> None:
                   old=str(a) or None, new=str(b))
 
 
-def _version_candidates(*specs) -> list[str]:
+def _version_candidates(*specs: SpecifierSet) -> list[str]:
     from packaging.version import InvalidVersion, Version
 
     points: set[Version] = set()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,7 +38,7 @@ def default_rules() -> dict[str, Bump]:
     return dict(rules)
 
 
-def worst(bumps) -> Bump:
+def worst(bumps: Iterable[Bump]) -> Bump:
     best: Bump = "none"
     for b in bumps:
         if BUMP_RANK[b] > BUMP_RANK[best]:
@@ -69,6 +69,9 @@ class Policy(NamedTuple):  # not a dataclass: see xcompat.abi.binary.SlotRecord
         return False
 
 
+_STRUCTURED = {"rules", "ignore", "version", "bumps", "gate", "baseline", "extension_exports"}
+
+
 def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<policy>") -> Policy:
     """Defaults, updated with ``overrides`` (a plain mapping); unknown kinds and bumps are refused."""
     rules = dict(default_rules())
@@ -76,41 +79,10 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
         return Policy(rules)
     if not isinstance(overrides, Mapping):
         raise PolicyError(f"{source}: an ABI policy must be a mapping of finding kind to bump")
-    ignore: list[str] = []
-    gate: frozenset[str] | None = None
-    extension_exports: tuple[str, ...] | None = None
-    structured = {"rules", "ignore", "version", "bumps", "gate", "baseline", "extension_exports"}
-    if set(overrides) & (structured - {"version"}):
-        extra = set(overrides) - structured
-        if extra:
-            raise PolicyError(
-                f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore', 'gate' "
-                "and 'extension_exports'"
-            )
-        # 'bumps' / 'gate' / 'baseline' is the shape of the test matrix's abi: section
-        bumps, explicit = overrides.get("bumps") or {}, overrides.get("rules") or {}
-        if not isinstance(bumps, Mapping) or not isinstance(explicit, Mapping):
-            raise PolicyError(f"{source}: 'rules' / 'bumps' must be a mapping of finding kind to bump")
-        table: Mapping[str, Any] = {**bumps, **explicit}
-        raw_gate = overrides.get("gate")
-        if raw_gate is not None:
-            if not isinstance(raw_gate, (list, tuple, set, frozenset)) or not all(isinstance(k, str) for k in raw_gate):
-                raise PolicyError(f"{source}: 'gate' must be a list of finding kinds")
-            unknown = sorted(set(raw_gate) - set(rules))
-            if unknown:
-                raise PolicyError(f"{source}: 'gate' names unknown finding kind(s) {unknown}")
-            gate = frozenset(raw_gate)
-        raw_ignore = overrides.get("ignore") or []
-        if not isinstance(raw_ignore, list) or not all(isinstance(p, str) for p in raw_ignore):
-            raise PolicyError(f"{source}: 'ignore' must be a list of glob patterns (strings)")
-        ignore = list(raw_ignore)
-        raw_ext = overrides.get("extension_exports")
-        if raw_ext is not None:
-            if not isinstance(raw_ext, list) or not all(isinstance(p, str) for p in raw_ext):
-                raise PolicyError(f"{source}: 'extension_exports' must be a list of glob patterns (strings)")
-            extension_exports = tuple(raw_ext)
+    if set(overrides) & (_STRUCTURED - {"version"}):
+        table, ignore, gate, extension_exports = _structured(overrides, set(rules), source)
     else:
-        table = overrides
+        table, ignore, gate, extension_exports = overrides, [], None, None
     if not isinstance(table, Mapping):
         raise PolicyError(f"{source}: 'rules' must be a mapping of finding kind to bump")
     for kind, bump in table.items():
@@ -124,6 +96,43 @@ def make_policy(overrides: Mapping[str, Any] | None = None, *, source: str = "<p
             raise PolicyError(f"{source}: kind {kind!r}: bump must be one of {', '.join(BUMPS)}, not {bump!r}")
         rules[str(kind)] = bump
     return Policy(rules, tuple(ignore), gate, extension_exports)
+
+
+def _structured(
+    overrides: Mapping[str, Any], kinds: set[str], source: str
+) -> tuple[Mapping[str, Any], list[str], frozenset[str] | None, tuple[str, ...] | None]:
+    """(rules table, ignore patterns, gate kinds, extension exports) of a policy given with keys
+    (``rules`` or ``bumps``, ``ignore``, ``gate``, ``extension_exports``); ``kinds``: the known
+    finding kinds."""
+    extra = set(overrides) - _STRUCTURED
+    if extra:
+        raise PolicyError(
+            f"{source}: unknown key(s) {sorted(extra)}; expected 'rules' (or 'bumps'), 'ignore', 'gate' "
+            "and 'extension_exports'"
+        )
+    # 'bumps' / 'gate' / 'baseline' is the shape of the test matrix's abi: section
+    bumps, explicit = overrides.get("bumps") or {}, overrides.get("rules") or {}
+    if not isinstance(bumps, Mapping) or not isinstance(explicit, Mapping):
+        raise PolicyError(f"{source}: 'rules' / 'bumps' must be a mapping of finding kind to bump")
+    gate: frozenset[str] | None = None
+    raw_gate = overrides.get("gate")
+    if raw_gate is not None:
+        if not isinstance(raw_gate, (list, tuple, set, frozenset)) or not all(isinstance(k, str) for k in raw_gate):
+            raise PolicyError(f"{source}: 'gate' must be a list of finding kinds")
+        unknown = sorted(set(raw_gate) - kinds)
+        if unknown:
+            raise PolicyError(f"{source}: 'gate' names unknown finding kind(s) {unknown}")
+        gate = frozenset(raw_gate)
+    raw_ignore = overrides.get("ignore") or []
+    if not isinstance(raw_ignore, list) or not all(isinstance(p, str) for p in raw_ignore):
+        raise PolicyError(f"{source}: 'ignore' must be a list of glob patterns (strings)")
+    extension_exports: tuple[str, ...] | None = None
+    raw_ext = overrides.get("extension_exports")
+    if raw_ext is not None:
+        if not isinstance(raw_ext, list) or not all(isinstance(p, str) for p in raw_ext):
+            raise PolicyError(f"{source}: 'extension_exports' must be a list of glob patterns (strings)")
+        extension_exports = tuple(raw_ext)
+    return {**bumps, **explicit}, list(raw_ignore), gate, extension_exports
 
 
 def load_policy_file(path: str | Path) -> Policy:

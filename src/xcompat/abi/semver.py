@@ -9,14 +9,19 @@ count as patch; a new version that is not greater than the old one is ``none``.
 
 from __future__ import annotations
 
-from xcompat.abi.rules import Bump
+from typing import TYPE_CHECKING
+
+from xcompat.bump import Bump
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 
 class VersionError(ValueError):
     pass
 
 
-def _parse(text: str):
+def _parse(text: str) -> Version:
     from packaging.version import InvalidVersion, Version
 
     try:

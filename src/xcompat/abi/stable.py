@@ -83,7 +83,7 @@ def audit_stable(target: str | Path, *, require_stable: bool = False, limit: int
                 "status": "failed" if failed else "passed",
                 "counts": {c: counts.get(c, 0) for c in CLASSES},
                 "unstable_imports": [
-                    {"symbol": s, "demangled": d} for s, d in zip(shown, demangle_many(shown))
+                    {"symbol": s, "demangled": d} for s, d in zip(shown, demangle_many(shown), strict=True)
                 ],
                 "unstable_total": len(unstable),
             }

@@ -10,10 +10,14 @@ wheel's modules in a fresh interpreter and listing the operator names that appea
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcompat.abi.isolated import run_isolated_script
+
+if TYPE_CHECKING:
+    from xcompat.abi.binary import LibraryInterface
 
 TIMEOUT_S = 180
 
@@ -62,13 +66,10 @@ json.dump({"ops": ops, "errors": errors}, sys.stdout)
 """
 
 
-def uses_torch(requires_dist, libraries) -> bool:
+def uses_torch(requires_dist: Iterable[str], libraries: Mapping[str, LibraryInterface]) -> bool:
     if any(r.split(";")[0].strip().lower().startswith("torch") for r in requires_dist):
         return True
-    for lib in libraries.values():
-        if any(n.startswith(("libc10", "libtorch")) for n in lib.needed):
-            return True
-    return False
+    return any(n.startswith(("libc10", "libtorch")) for lib in libraries.values() for n in lib.needed)
 
 
 def extract_torch_ops(root: Path, top_names: list[str], *, python: str | None = None) -> tuple[dict[str, str] | None, list[str]]:

@@ -227,7 +227,7 @@ def assert_matches_reference(
         raise ReferenceMismatch(
             f"fn returned {len(got)} output(s), reference {len(want)}\ninputs: {inputs_text}"
         )
-    for index, (a, e) in enumerate(zip(got, want)):
+    for index, (a, e) in enumerate(zip(got, want, strict=True)):
         _compare(index, a, e, table, rtol, atol, equal_nan, check_dtype, inputs_text)
     return actual
 
