@@ -55,6 +55,9 @@ _MAGICS = {
 }
 
 
+MachOBuffer = bytes | bytearray | memoryview | mmap.mmap  # a whole file, or one slice of a fat file
+
+
 class MachOError(ValueError):
     """The file is not a readable Mach-O object."""
 
@@ -82,7 +85,7 @@ def read_macho(path: str | Path, *, display_name: str | None = None) -> list[Lib
             mm.close()
 
 
-def read_macho_buffer(buf, name: str) -> list[LibraryInterface]:
+def read_macho_buffer(buf: MachOBuffer, name: str) -> list[LibraryInterface]:
     if len(buf) < 8:
         raise MachOError(f"{name}: truncated Mach-O header ({len(buf)} bytes)")
     (magic,) = struct.unpack_from(">I", buf, 0)
@@ -102,18 +105,20 @@ def read_macho_buffer(buf, name: str) -> list[LibraryInterface]:
     return [_read_thin(buf, name)]
 
 
-def _read_thin(buf, name: str) -> LibraryInterface:
-    head = bytes(buf[:4])
-    if head == b"\xcf\xfa\xed\xfe":
-        order, is64 = "<", True
-    elif head == b"\xce\xfa\xed\xfe":
-        order, is64 = "<", False
-    elif head == b"\xfe\xed\xfa\xcf":
-        order, is64 = ">", True
-    elif head == b"\xfe\xed\xfa\xce":
-        order, is64 = ">", False
-    else:
+# (byte order, 64-bit) of a thin Mach-O file, by its first four bytes
+_THIN = {
+    b"\xcf\xfa\xed\xfe": ("<", True),
+    b"\xce\xfa\xed\xfe": ("<", False),
+    b"\xfe\xed\xfa\xcf": (">", True),
+    b"\xfe\xed\xfa\xce": (">", False),
+}
+
+
+def _read_thin(buf: MachOBuffer, name: str) -> LibraryInterface:
+    layout = _THIN.get(bytes(buf[:4]))
+    if layout is None:
         raise MachOError(f"{name}: not a Mach-O file (bad magic at offset 0)")
+    order, is64 = layout
     hsize = 32 if is64 else 28
     if len(buf) < hsize:
         raise MachOError(f"{name}: truncated Mach-O header")
@@ -121,16 +126,28 @@ def _read_thin(buf, name: str) -> LibraryInterface:
     if hsize + sizeofcmds > len(buf):
         raise MachOError(f"{name}: load commands ({sizeofcmds} bytes) run past the end of the file")
     info = LibraryInterface(path=name, format="macho", arch=CPU_TYPES.get(cputype & 0xFFFFFFFF, f"cpu{cputype}"))
+    symtab = _load_commands(buf, name, info, order, hsize, ncmds, hsize + sizeofcmds)
+    if symtab is None:
+        info.unchecked.append(f"{name}: no LC_SYMTAB; exported symbols not compared")
+        return info
+    _read_symbols(buf, name, info, order, is64, symtab)
+    return info
+
+
+def _load_commands(
+    buf: MachOBuffer, name: str, info: LibraryInterface, order: str, off: int, ncmds: int, end: int
+) -> tuple[int, int, int, int] | None:
+    """Fill ``info`` from the ``ncmds`` load commands from ``off`` to ``end``: install name,
+    needed libraries, run paths and deployment target. The LC_SYMTAB fields, if there is one."""
     u32 = struct.Struct(order + "I")
     needed: list[str] = []
     rpaths: list[str] = []
     symtab = None
-    off = hsize
     for i in range(ncmds):
-        if off + 8 > hsize + sizeofcmds:
+        if off + 8 > end:
             raise MachOError(f"{name}: load command {i} at offset {off} is truncated")
         cmd, cmdsize = struct.unpack_from(order + "II", buf, off)
-        if cmdsize < 8 or off + cmdsize > hsize + sizeofcmds:
+        if cmdsize < 8 or off + cmdsize > end:
             raise MachOError(f"{name}: load command {i} at offset {off} has a bad size {cmdsize}")
         if cmd in (LC_ID_DYLIB, LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_RPATH):
             (str_off,) = u32.unpack_from(buf, off + 8)
@@ -153,9 +170,13 @@ def _read_thin(buf, name: str) -> LibraryInterface:
         off += cmdsize
     info.needed = tuple(needed)
     info.rpath = tuple(rpaths)
-    if symtab is None:
-        info.unchecked.append(f"{name}: no LC_SYMTAB; exported symbols not compared")
-        return info
+    return symtab
+
+
+def _read_symbols(
+    buf: MachOBuffer, name: str, info: LibraryInterface, order: str, is64: bool, symtab: tuple[int, int, int, int]
+) -> None:
+    """The exported and imported external symbols of the symbol table, into ``info``."""
     symoff, nsyms, stroff, strsize = symtab
     entry = struct.Struct(order + ("IBBHQ" if is64 else "IBBHI"))
     if symoff + nsyms * entry.size > len(buf) or stroff + strsize > len(buf):
@@ -176,7 +197,6 @@ def _read_thin(buf, name: str) -> LibraryInterface:
             exports[sym] = ("f" if sect else "o", 0)
     info.exports = exports
     info.imports = imports
-    return info
 
 
 def _version(packed: int) -> str:
