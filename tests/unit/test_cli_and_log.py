@@ -36,6 +36,18 @@ def test_error_message_names_file_line_and_hint():
     assert VerificationError("x").exit_code == 3
 
 
+def test_an_error_is_reported_at_its_file_with_its_hint_and_details(monkeypatch):
+    from xcompat import log as log_module
+
+    buf = io.StringIO()
+    monkeypatch.setattr(log_module, "_LOG", Logger({"GITHUB_ACTIONS": "true"}, buf))
+    log_module.report_error(InputError("unknown key", file="m.yml", line=3, column=5, hint="see the schema",
+                                       details=["python: 3.x", "arch: x86"]))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "::error file=m.yml,line=3,col=5::unknown key (see the schema)"
+    assert [line.split(" ", 1)[1] for line in lines[1:]] == ["  python: 3.x", "  arch: x86"]
+
+
 def test_github_annotations_are_escaped_and_capped():
     buf = io.StringIO()
     log = Logger({"GITHUB_ACTIONS": "true"}, buf)
