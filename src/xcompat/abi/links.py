@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import time
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,111 +31,14 @@ from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
 from xcompat.abi.elf.lookup import ElfSymbolIndex
 from xcompat.abi.runtimes import TORCH_LIBRARY
+from xcompat.abi.torch_install import LinkInputError, TorchInstall, locate_torch
+
+__all__ = ["LinkInputError", "check_links"]
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 TORCH_NAMESPACES = re.compile(r"^_Z(?:T[VIS]|GV)?N?K?(?:3c10|2at|5torch|6caffe2)")
 _CPYTHON = re.compile(r"^_?Py|^_Py")
-
-
-class LinkInputError(ValueError):
-    pass
-
-
-@dataclass
-class TorchInstall:
-    label: str
-    version: str | None
-    variant: str
-    libs: dict[str, Path]  # file name -> path, torch/lib first, then RPATH folders
-    unchecked: list[str] = field(default_factory=list)
-
-
-def _cache_root() -> Path:
-    import os
-
-    base = os.environ.get("XCOMPAT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "xcompat"
-    )
-    return Path(base)
-
-
-def _torch_member(name: str) -> bool:
-    return name.startswith("torch/lib/") or name == "torch/version.py"
-
-
-def _extract_torch_wheel(wheel: Path) -> Path:
-    """``torch/lib`` and ``torch/version.py`` of a torch wheel, unpacked once per wheel content.
-
-    The wheel goes through the member checks of :mod:`xcompat.archives` (a member named
-    ``torch/lib/../../x`` is refused, nothing is written), and the cache folder is named by
-    the sha256 of its bytes: a crafted wheel with the same name and size as a real one is
-    never served in its place.
-    """
-    from xcompat.archives import extract_zip_cached
-
-    dest = extract_zip_cached(wheel, _cache_root() / "torch-libs", what="wheel", select=_torch_member)
-    if not (dest / "torch" / "lib").is_dir():
-        raise LinkInputError(f"{wheel}: has no torch/lib folder; is it a torch wheel?")
-    return dest / "torch"
-
-
-def locate_torch(spec: str | Path) -> TorchInstall:
-    path = Path(spec)
-    if not path.exists():
-        raise LinkInputError(f"{path}: no such torch installation (give site-packages, a torch folder or a torch wheel)")
-    label = str(path)
-    if path.is_file() and path.suffix == ".whl":
-        torch_dir = _extract_torch_wheel(path)
-    elif (path / "torch" / "lib").is_dir():
-        torch_dir = path / "torch"
-    elif (path / "lib").is_dir() and (path / "__init__.py").exists():
-        torch_dir = path
-    else:
-        raise LinkInputError(f"{path}: no torch/lib folder found; give site-packages, a torch folder or a torch wheel")
-    version = None
-    vfile = torch_dir / "version.py"
-    if vfile.exists():
-        m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", vfile.read_text(encoding="utf-8", errors="replace"), re.MULTILINE)
-        version = m.group(1) if m else None
-    libs: dict[str, Path] = {}
-    lib_dir = torch_dir / "lib"
-    for f in sorted(lib_dir.iterdir()):
-        if ".so" in f.name and f.is_file():
-            libs[f.name] = f
-    names = set(libs)
-    variant = "cuda" if any(n.startswith(("libc10_cuda", "libtorch_cuda")) for n in names) else (
-        "rocm" if any(n.startswith(("libc10_hip", "libtorch_hip")) for n in names) else "cpu")
-    inst = TorchInstall(label=label, version=version, variant=variant, libs=libs)
-    # Follow RPATH/RUNPATH of torch's own libraries to the nvidia / rocm wheels.
-    extra_dirs: list[Path] = []
-    missing_dirs: set[str] = set()
-    for f in list(libs.values()):
-        try:
-            info = read_elf(f, symbols=False, want_fatbin=False)
-        except ElfError:
-            continue
-        for entry in info.rpath + info.runpath:
-            if "$ORIGIN" not in entry and "${ORIGIN}" not in entry:
-                continue
-            d = Path(entry.replace("${ORIGIN}", str(lib_dir)).replace("$ORIGIN", str(lib_dir)))
-            d = Path(*d.parts).resolve() if d.exists() else d
-            if d.is_dir():
-                if d not in extra_dirs and d != lib_dir.resolve():
-                    extra_dirs.append(d)
-            elif entry not in ("$ORIGIN",):
-                missing_dirs.add(entry)
-    for d in extra_dirs:
-        for f in sorted(d.iterdir()):
-            if ".so" in f.name and f.is_file():
-                libs.setdefault(f.name, f)
-    if missing_dirs:
-        inst.unchecked.append(
-            f"{len(missing_dirs)} RPATH folder(s) of torch's libraries are absent here "
-            f"({', '.join(sorted(missing_dirs)[:3])}{'...' if len(missing_dirs) > 3 else ''}); "
-            "symbols versioned by those libraries were skipped"
-        )
-    return inst
 
 
 def _target_libraries(target: Path) -> dict[str, LibraryInterface]:
@@ -197,7 +99,7 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
     target = Path(target)
     libs = _target_libraries(target)
     sibling_exports: set[str] = set()
-    sibling_names = set()
+    sibling_names: set[str] = set()
     for member, lib in libs.items():
         sibling_names.add(member.rsplit("/", 1)[-1])
         if lib.soname:
@@ -216,7 +118,7 @@ def check_links(target: str | Path, torches: list[str | Path]) -> dict[str, Any]
         r["allowed_by_requirement"] = _allows(declared, r["torch_version"])
     missing_syms = [m for r in results for m in r["missing"]]
     names = demangle_many([m["symbol"] for m in missing_syms])
-    for m, d in zip(missing_syms, names):
+    for m, d in zip(missing_syms, names, strict=True):
         m["demangled"] = d
     failed = [r for r in results if r["status"] == "failed"]
     if failed:
@@ -300,74 +202,101 @@ def _allows(declared: str | None, version: str | None) -> bool | None:
         return None
 
 
-def _check_one(libs, sibling_exports, sibling_names, torch: TorchInstall, system: _SystemLibs) -> dict[str, Any]:
+def _check_one(libs: dict[str, LibraryInterface], sibling_exports: set[str], sibling_names: set[str],
+               torch: TorchInstall, system: _SystemLibs) -> dict[str, Any]:
     start = time.perf_counter()
-    indexes: dict[str, ElfSymbolIndex] = {}
-    counts = {"checked": 0, "resolved_torch": 0, "resolved_self": 0, "resolved_system": 0, "skipped_weak": 0,
-              "skipped_system_versioned": 0, "skipped_cpython": 0}
-    missing: list[dict[str, Any]] = []
-    missing_libs: list[dict[str, str]] = []
-    unchecked = list(torch.unchecked)
-
-    def torch_index(name: str) -> ElfSymbolIndex | None:
-        if name not in indexes:
-            try:
-                indexes[name] = ElfSymbolIndex(torch.libs[name])
-            except (ElfError, OSError):
-                indexes[name] = None  # type: ignore[assignment]
-        return indexes[name]
-
-    # torch's main libraries first: most imports resolve in libc10 / libtorch_cpu
-    order = sorted(torch.libs, key=lambda n: (not n.startswith(("libc10", "libtorch")), n))
+    check = _TorchLinks(torch, system, sibling_exports, sibling_names)
     try:
         for member, lib in sorted(libs.items()):
-            torch_needed = [n for n in lib.needed if TORCH_LIBRARY.match(n)]
-            other_needed = [n for n in lib.needed if not TORCH_LIBRARY.match(n) and n not in sibling_names]
-            for n in torch_needed:
-                if n not in torch.libs and n not in sibling_names:
-                    missing_libs.append({"library": member, "needed": n})
-            unresolvable_system = [n for n in other_needed if system.index(n) is None and n not in torch.libs]
-            for sym, (weak, ver, verlib) in sorted(lib.imports.items()):
-                if weak:
-                    counts["skipped_weak"] += 1
-                    continue
-                if ver is not None and verlib is not None and not TORCH_LIBRARY.match(verlib) and verlib not in sibling_names:
-                    counts["skipped_system_versioned"] += 1
-                    continue
-                if _CPYTHON.match(sym):
-                    counts["skipped_cpython"] += 1
-                    continue
-                counts["checked"] += 1
-                if sym in sibling_exports:
-                    counts["resolved_self"] += 1
-                    continue
-                if any((idx := torch_index(n)) is not None and idx.exports(sym, ver) for n in order):
-                    counts["resolved_torch"] += 1
-                    continue
-                if any((idx := system.index(n)) is not None and idx.exports(sym, ver) for n in other_needed):
-                    counts["resolved_system"] += 1
-                    continue
-                if TORCH_NAMESPACES.match(sym) or sym.startswith(("aoti_torch_", "torch_")) or not unresolvable_system:
-                    missing.append({"library": member, "symbol": sym, "demangled": sym, "version": ver})
-                else:
-                    unchecked.append(
-                        f"{member}: {sym} not found; it may come from {', '.join(unresolvable_system)}, "
-                        "which is not installed here"
-                    )
+            check.check_library(member, lib)
     finally:
-        for idx in indexes.values():
-            if idx is not None:
-                idx.close()
-    failed = bool(missing or missing_libs)
+        check.close()
+    failed = bool(check.missing or check.missing_libs)
     return {
         "torch": torch.label,
         "torch_version": torch.version,
         "variant": torch.variant,
         "status": "failed" if failed else "passed",
         "libraries_searched": len(torch.libs),
-        "counts": counts,
-        "missing": missing,
-        "missing_libraries": missing_libs,
-        "unchecked": unchecked,
+        "counts": check.counts,
+        "missing": check.missing,
+        "missing_libraries": check.missing_libs,
+        "unchecked": check.unchecked,
         "seconds": round(time.perf_counter() - start, 4),
     }
+
+
+class _TorchLinks:
+    """The imports of the target's libraries, resolved against one torch installation."""
+
+    def __init__(self, torch: TorchInstall, system: _SystemLibs, sibling_exports: set[str],
+                 sibling_names: set[str]) -> None:
+        self.torch = torch
+        self.system = system
+        self.sibling_exports = sibling_exports
+        self.sibling_names = sibling_names
+        self.indexes: dict[str, ElfSymbolIndex | None] = {}
+        self.counts = {"checked": 0, "resolved_torch": 0, "resolved_self": 0, "resolved_system": 0,
+                       "skipped_weak": 0, "skipped_system_versioned": 0, "skipped_cpython": 0}
+        self.missing: list[dict[str, Any]] = []
+        self.missing_libs: list[dict[str, str]] = []
+        self.unchecked = list(torch.unchecked)
+        # torch's main libraries first: most imports resolve in libc10 / libtorch_cpu
+        self.order = sorted(torch.libs, key=lambda n: (not n.startswith(("libc10", "libtorch")), n))
+
+    def torch_index(self, name: str) -> ElfSymbolIndex | None:
+        if name not in self.indexes:
+            try:
+                self.indexes[name] = ElfSymbolIndex(self.torch.libs[name])
+            except (ElfError, OSError):
+                self.indexes[name] = None
+        return self.indexes[name]
+
+    def close(self) -> None:
+        for idx in self.indexes.values():
+            if idx is not None:
+                idx.close()
+
+    def check_library(self, member: str, lib: LibraryInterface) -> None:
+        torch_needed = [n for n in lib.needed if TORCH_LIBRARY.match(n)]
+        other_needed = [n for n in lib.needed if not TORCH_LIBRARY.match(n) and n not in self.sibling_names]
+        for n in torch_needed:
+            if n not in self.torch.libs and n not in self.sibling_names:
+                self.missing_libs.append({"library": member, "needed": n})
+        unresolvable_system = [n for n in other_needed if self.system.index(n) is None and n not in self.torch.libs]
+        for sym, (weak, ver, verlib) in sorted(lib.imports.items()):
+            skipped = self._skipped(sym, weak, ver, verlib)
+            if skipped is not None:
+                self.counts[skipped] += 1
+                continue
+            self.counts["checked"] += 1
+            resolved = self._resolved(sym, ver, other_needed)
+            if resolved is not None:
+                self.counts[resolved] += 1
+            elif TORCH_NAMESPACES.match(sym) or sym.startswith(("aoti_torch_", "torch_")) or not unresolvable_system:
+                self.missing.append({"library": member, "symbol": sym, "demangled": sym, "version": ver})
+            else:
+                self.unchecked.append(
+                    f"{member}: {sym} not found; it may come from {', '.join(unresolvable_system)}, "
+                    "which is not installed here"
+                )
+
+    def _skipped(self, sym: str, weak: bool, ver: str | None, verlib: str | None) -> str | None:
+        """The count an import is skipped under, or None when it must resolve."""
+        if weak:
+            return "skipped_weak"
+        if ver is not None and verlib is not None and not TORCH_LIBRARY.match(verlib) and verlib not in self.sibling_names:
+            return "skipped_system_versioned"
+        if _CPYTHON.match(sym):
+            return "skipped_cpython"
+        return None
+
+    def _resolved(self, sym: str, ver: str | None, other_needed: list[str]) -> str | None:
+        """The count of where an import resolves, or None when nothing here exports it."""
+        if sym in self.sibling_exports:
+            return "resolved_self"
+        if any((idx := self.torch_index(n)) is not None and idx.exports(sym, ver) for n in self.order):
+            return "resolved_torch"
+        if any((idx := self.system.index(n)) is not None and idx.exports(sym, ver) for n in other_needed):
+            return "resolved_system"
+        return None
