@@ -85,7 +85,7 @@ def _idle_cpus() -> float:
     return cpus - 1 - load
 
 
-def _load_pair(old: Path, new: Path, kwargs: dict[str, Any], parallel: bool):
+def _load_pair(old: Path, new: Path, kwargs: dict[str, Any], parallel: bool) -> tuple[Manifest, Manifest]:
     from xcompat.abi.inputs import load_manifest as impl
 
     if parallel and _idle_cpus() >= 1 and _wheel_bytes(old) + _wheel_bytes(new) > PARALLEL_THRESHOLD_BYTES:
@@ -150,5 +150,5 @@ def diff_paths(
     from xcompat.gcpause import paused_gc
 
     with paused_gc():  # tens of thousands of short-lived, acyclic objects
-        return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on,  # type: ignore[arg-type]
+        return diff_manifests(a, b, policy=pol, actual_bump=bump, fail_on=fail_on,
                               cell_id=cell_id, verify_python_api=True)

@@ -9,6 +9,7 @@ is folded in as one finding. Its exit status is a bit field: 1 error, 2 usage er
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 ABIDIFF_ERROR = 1
@@ -40,7 +41,8 @@ def _fold_report(text: str) -> str:
     return "\n" + "\n".join(lines) if lines else ""
 
 
-def run_abidiff(old: Path, new: Path, add, unchecked: list[str], *, old_debug: bool, new_debug: bool) -> None:
+def run_abidiff(old: Path, new: Path, add: Callable[..., None], unchecked: list[str], *, old_debug: bool,
+                new_debug: bool) -> None:
     """Run abidiff when it can say more than the symbol tier; report why not otherwise."""
     if not (old_debug and new_debug):
         unchecked.append(

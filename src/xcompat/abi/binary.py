@@ -21,13 +21,13 @@ class SlotRecord:
     __slots__: tuple[str, ...] = ()
     __hash__ = None  # type: ignore[assignment]  # mutable
 
-    def _values(self) -> tuple:
+    def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, n) for n in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == other._values()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
@@ -87,7 +87,7 @@ class Exports(Mapping[str, tuple[str, int]]):
     def __repr__(self) -> str:
         return f"Exports({dict(self.items())!r})"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[Exports], tuple[dict[str, str], dict[str, int]]]:
         return (Exports, (self.kinds, self.sizes))
 
 

@@ -10,17 +10,21 @@ A separate package (``cxxfilt``) would wrap the same function, so it is not requ
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
+from typing import Any
+
+# __cxa_demangle and the C library's free, as ctypes functions
+_Runtime = tuple[Callable[..., Any], Callable[..., Any]]
 
 
 @lru_cache(maxsize=1)
-def _runtime():
+def _runtime() -> _Runtime | None:
     # Well-known names first: ctypes.util.find_library may run gcc/ldconfig (hundreds of ms).
     import itertools
 
     well_known = ["libstdc++.so.6", "libc++.1.dylib", "libc++.so.1", "libc++abi.dylib"]
-    def searched():  # imported and run only when no well-known name loads
+    def searched() -> Iterator[str | None]:  # imported and run only when no well-known name loads
         import ctypes.util
 
         yield from (ctypes.util.find_library(x) for x in ("stdc++", "c++"))

@@ -18,7 +18,7 @@ unmangled C functions; mangled C++ symbols in an extension module are implementa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from xcompat.abi.binary import LibraryInterface
 
@@ -165,7 +165,7 @@ def nested_scope(base: str) -> list[str] | None:
     return got[0][:-1]
 
 
-def class_lookup(*exports) -> Callable[[list[str]], bool]:
+def class_lookup(*exports: Container[str]) -> Callable[[list[str]], bool]:
     """A test "is this scope (given as its name components) a class?" against the exports of
     one or more libraries: a vtable, typeinfo, default constructor or destructor is exported
     for it. Each test is a few dict lookups, not a scan of the symbol table."""

@@ -107,7 +107,9 @@ def cache_path(wheel: Path) -> Path:
     return Path(base) / "abi-python-api" / f"{digest.hexdigest()[:32]}.json"
 
 
-def cached_python_api(wheel: Path, extract) -> tuple[dict[str, Any] | None, list[str]]:
+def cached_python_api(
+    wheel: Path, extract: Callable[[], tuple[dict[str, Any] | None, list[str]]]
+) -> tuple[dict[str, Any] | None, list[str]]:
     """``extract()`` once per wheel content; a successful result is kept in :func:`cache_path`."""
     path = cache_path(wheel)
     try:
@@ -148,7 +150,7 @@ def extract_python_api(root: Path, top_names: list[str], *, python: str | None =
 _REQUIRED_KINDS = ("positional-only", "positional or keyword", "keyword-only")
 
 
-def compare_signature(old: list, new: list) -> str | None:
+def compare_signature(old: list[list[Any]], new: list[list[Any]]) -> str | None:
     """``None`` if equal, ``"extended"`` for a compatible change (new optional parameters,
     a new ``*args``/``**kwargs``), else a description of the break."""
     if old == new:
@@ -181,7 +183,7 @@ def compare_signature(old: list, new: list) -> str | None:
     return "extended"
 
 
-def _fmt(params: list) -> str:
+def _fmt(params: list[list[Any]]) -> str:
     parts: list[str] = []
     star = False
     for i, (name, kind, has_default) in enumerate(params):

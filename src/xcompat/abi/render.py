@@ -18,7 +18,7 @@ MD_LIMIT = 200
 _ICON = {"major": "🔴", "minor": "🟡", "patch": "🔵", "none": "⚪"}
 
 
-def _groups(doc: dict[str, Any]):
+def _groups(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in doc["findings"]:
         groups[f["kind"]].append(f)

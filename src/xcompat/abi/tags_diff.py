@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from xcompat.abi.findings import Collector
     from xcompat.abi.manifest import Manifest
 
@@ -37,7 +39,7 @@ def _plat(tag: str) -> tuple[str, str, tuple[int, int]] | None:
     return ("macosx", m.group("macarch"), (int(m.group("mac")), int(m.group("mmin"))))
 
 
-def _semantic_tags(tags):
+def _semantic_tags(tags: Iterable[str]) -> dict[tuple[str, str, str, str], tuple[int, int] | None]:
     """(interpreter, abi, family, arch) -> lowest floor; tags without a floor keep their platform."""
     out: dict[tuple[str, str, str, str], tuple[int, int] | None] = {}
     for tag in tags:
@@ -47,7 +49,8 @@ def _semantic_tags(tags):
             out[(interp, abi, plat, "")] = None
             continue
         k = (interp, abi, p[0], p[1])
-        if k not in out or (out[k] is not None and p[2] < out[k]):
+        floor = out.get(k)
+        if k not in out or (floor is not None and p[2] < floor):
             out[k] = p[2]
     return out
 

@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.elf import ELF_MAGIC, ElfError, read_elf
@@ -143,7 +144,7 @@ class _Scratch:
             self.path = os.path.join(self._tmp.name, "member")
         return self
 
-    def fill(self, head: bytes, src) -> None:
+    def fill(self, head: bytes, src: IO[bytes]) -> None:
         if self.fd >= 0:
             # Overwrite in place and cut the tail afterwards: pages of the previous member are
             # reused instead of being freed and zeroed again.
@@ -158,7 +159,7 @@ class _Scratch:
                 dst.write(head)
                 shutil.copyfileobj(src, dst, COPY_BLOCK)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fd >= 0:
             os.close(self.fd)
         if self._tmp is not None:

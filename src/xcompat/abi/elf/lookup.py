@@ -47,10 +47,10 @@ class ElfSymbolIndex:
         self._mm.close()
         self._fh.close()
 
-    def __enter__(self):
+    def __enter__(self) -> ElfSymbolIndex:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _use_fallback(self) -> None:
