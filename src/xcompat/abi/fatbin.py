@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mmap
 
 FATBIN_MAGIC = 0xBA55ED50
 _HEADER = struct.Struct("<IHHQ")
@@ -28,7 +32,9 @@ class FatbinError(ValueError):
     pass
 
 
-def fatbin_archs(buf, start: int = 0, end: int | None = None, *, name: str = "<fatbin>") -> tuple[str, ...]:
+def fatbin_archs(
+    buf: bytes | bytearray | memoryview | mmap.mmap, start: int = 0, end: int | None = None, *, name: str = "<fatbin>"
+) -> tuple[str, ...]:
     """Sorted ``sm_XX`` (cubin) and ``compute_XX`` (PTX) names found in ``buf[start:end]``."""
     end = len(buf) if end is None else end
     found: set[str] = set()

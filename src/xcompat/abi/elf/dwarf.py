@@ -18,6 +18,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyelftools is imported only when a file with debug info is read
+    from elftools.dwarf.compileunit import CompileUnit
+    from elftools.dwarf.die import DIE
+    from elftools.dwarf.dwarfinfo import DWARFInfo
 
 MAX_DEBUG_INFO = 64 << 20
 
@@ -54,11 +60,11 @@ def definition_origins(path: str | Path) -> DefinitionOrigins | None:
         return None
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _walk(dwarf) -> DefinitionOrigins:
+def _walk(dwarf: DWARFInfo) -> DefinitionOrigins:
     header: set[str] = set()
     source: set[str] = set()
     for cu in dwarf.iter_CUs():
@@ -81,7 +87,7 @@ def _walk(dwarf) -> DefinitionOrigins:
     return DefinitionOrigins(header=frozenset(header - source), source=frozenset(source))
 
 
-def _linkage_and_file(die) -> tuple[str | None, int | None]:
+def _linkage_and_file(die: DIE) -> tuple[str | None, int | None]:
     """The linkage name and decl_file of a definition, following DW_AT_specification /
     DW_AT_abstract_origin to the declaration for what the definition itself lacks."""
     name = decl_file = None
@@ -102,7 +108,7 @@ def _linkage_and_file(die) -> tuple[str | None, int | None]:
     return name, decl_file
 
 
-def _file_names(dwarf, cu) -> dict[int, str]:
+def _file_names(dwarf: DWARFInfo, cu: CompileUnit) -> dict[int, str]:
     """decl_file index -> file name, for DWARF 2-4 (1-based) and 5 (0-based)."""
     lp = dwarf.line_program_for_CU(cu)
     if lp is None:

@@ -10,6 +10,7 @@ the file raises :class:`ElfError` naming the file and the place that is wrong.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import re
 import struct
 import sys
@@ -46,6 +47,10 @@ class ElfError(ValueError):
     """The file is not a readable ELF shared object."""
 
 
+# what an ELF file is read from: the file's mapping, its bytes, or a view of either
+ElfBuffer = bytes | bytearray | memoryview | mmap.mmap
+
+
 class Layout:
     """Struct formats for one ELF class and byte order."""
 
@@ -76,7 +81,7 @@ class Layout:
         self.vernaux = struct.Struct(o + "IHHII")
 
 
-def _layout(buf, name: str, size: int) -> Layout:
+def _layout(buf: ElfBuffer, name: str, size: int) -> Layout:
     """The layout named by the identification bytes, after the checks that the header is there."""
     if bytes(buf[:4]) != ELF_MAGIC:
         raise ElfError(f"{name}: not an ELF file (bad magic at offset 0)")
@@ -103,7 +108,7 @@ class ElfSections:
     __slots__ = ("_names", "_shstrndx", "_texts", "_views", "_whole", "buf", "by_type", "layout", "machine", "name",
                  "sections", "size")
 
-    def __init__(self, buf, name: str) -> None:
+    def __init__(self, buf: ElfBuffer, name: str) -> None:
         self.buf = buf
         self.name = name
         self.size = size = len(buf)

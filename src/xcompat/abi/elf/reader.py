@@ -15,7 +15,7 @@ from pathlib import Path
 
 from xcompat.abi.binary import LibraryInterface
 from xcompat.abi.elf.dynamic import dynamic_entries
-from xcompat.abi.elf.headers import ElfError, ElfSections
+from xcompat.abi.elf.headers import ElfBuffer, ElfError, ElfSections
 from xcompat.abi.elf.symbols import read_dynamic_symbols
 from xcompat.abi.elf.versions import version_definitions, version_needs
 from xcompat.gcpause import paused_gc
@@ -56,7 +56,7 @@ def read_elf_bytes(data: bytes, *, display_name: str = "<bytes>", want_fatbin: b
     return _read(memoryview(data), display_name, want_fatbin)
 
 
-def _read(buf, name: str, want_fatbin: bool, symbols: bool = True) -> LibraryInterface:
+def _read(buf: ElfBuffer, name: str, want_fatbin: bool, symbols: bool = True) -> LibraryInterface:
     elf = ElfSections(buf, name)
     info = LibraryInterface(path=name, format="elf", arch=elf.arch)
     names = elf.section_names()

@@ -76,7 +76,7 @@ def _symbol_versions(elf: ElfSections, nsyms: int) -> list[int] | None:
     return versym
 
 
-def _check_name_offsets(lay: Layout, symdata: bytes, tlen: int, name: str) -> None:
+def _check_name_offsets(lay: Layout, symdata: bytes | memoryview, tlen: int, name: str) -> None:
     """Every symbol's name offset must lie inside its string table. The st_name column is
     read at once (``st_name`` is the first 32-bit word of every entry in both ELF classes) and
     its maximum taken in C: a compare per symbol in the hot loop cost 2-5% of the read."""
@@ -90,7 +90,8 @@ def _check_name_offsets(lay: Layout, symdata: bytes, tlen: int, name: str) -> No
         raise ElfError(f"{name}: symbol {idx} names offset {offsets[idx]}, past .dynstr ({tlen} bytes)")
 
 
-def _fill_symbols(info, lay, symdata, strtab, versym, ver_names, name) -> None:
+def _fill_symbols(info: LibraryInterface, lay: Layout, symdata: memoryview, strtab: str, versym: list[int] | None,
+                  ver_names: VersionNames, name: str) -> None:
     # Hot loop: kept flat on purpose. One 5-tuple per symbol from iter_unpack (st_value is
     # skipped by the format: one int object less per symbol), unpacked in the for statement,
     # one table look-up for binding and type, no attribute look-ups. A column-wise reader
