@@ -9,12 +9,13 @@ tolerance scaled by the sum of |inputs|, which bounds any summation order's erro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from xcompat.kernels.tolerances import Tolerance
 
 
-def _np():
+def _np() -> ModuleType:  # numpy, imported on first use
     import numpy as np
 
     return np

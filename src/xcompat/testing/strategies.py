@@ -147,7 +147,7 @@ def arrays(
     )
 
     @st.composite
-    def build(draw: Any) -> np.ndarray:
+    def build(draw: st.DrawFn) -> np.ndarray:
         name = draw(dtype_st)
         dims = draw(shape_st)
         return draw(hnp.arrays(_numpy_dtype(name), dims, elements=elements(name, **element_options)))
