@@ -18,7 +18,7 @@ from xcompat.contracts.bounded_run import run_tool
 from xcompat.contracts.libraries import snapshot
 from xcompat.contracts.maps import MAPS_LIMIT, parse_maps
 from xcompat.contracts.owners import OwnerIndex
-from xcompat.errors import InputError, ToolError
+from xcompat.errors import InputError, ToolError, UnavailableError
 
 TIMEOUT_S = 300
 
@@ -39,6 +39,8 @@ def probe_imports(modules: Sequence[str], *, paths: Sequence[Path] = (), python:
     """The runtime-libraries result of a fresh interpreter that imported ``modules``."""
     if not modules:
         raise InputError("no module to import; give --import MODULE")
+    if not os.path.isdir("/proc/self"):
+        raise UnavailableError("/proc is not available: reading a process's libraries needs Linux")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), *filter(None, [env.get("PYTHONPATH", "")])])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
