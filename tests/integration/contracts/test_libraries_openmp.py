@@ -94,3 +94,21 @@ def test_sample_core_import_is_clean(sample_site: dict[str, Path], tmp_path: Pat
     changes = read_json(again)["changes"]
     # without --project the sample's own libraries are just "distribution": the one change
     assert {c["change"] for c in changes} <= {"changed"} and all(c["fields"] == ["owner"] for c in changes)
+
+
+def test_snapshot_of_another_process() -> None:
+    from xcompat.contracts.libraries import snapshot_pid
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys, json; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        import time
+
+        time.sleep(0.5)
+        doc = snapshot_pid(child.pid, sites=[], interpreter=[sys.base_prefix])
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+    owners = {lib["soname"]: lib["owner"] for lib in doc["libraries"]}
+    assert owners.get("libc.so.6") == "system"
+    assert any(lib["owner"] == "interpreter" for lib in doc["libraries"]), doc["libraries"]

@@ -76,3 +76,29 @@ def test_stubbed_modules(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     assert stubbed_modules(tmp_path) == ["other", "pkg", "pkg._core", "pkg.sub.mod"]
+
+
+def test_compiled_module_of_a_typed_package_without_a_stub(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from xcompat.contracts.stubs import missing_stubs
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "py.typed").write_text("")
+    (tmp_path / "m.c").write_text("void *PyInit__fast(void) { return 0; }\nint helper(void) { return 1; }\n")
+    for name in ("_fast.cpython-311-x86_64-linux-gnu.so", "libhelper.so"):
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(pkg / name), str(tmp_path / "m.c")], check=True)
+    # libhelper.so exports PyInit__fast, not PyInit_libhelper: a library, not a module
+    (pkg / "_broken.so").write_bytes(b"\x7fELF garbage")
+    found = missing_stubs(tmp_path)
+    assert [(f.code, f.fields["object"]) for f in found] == [("missing-stub", "pkg._fast")]
+    (pkg / "_fast.pyi").write_text("")
+    assert missing_stubs(tmp_path) == []
+    (pkg / "py.typed").unlink()
+    (pkg / "_fast.pyi").unlink()
+    assert missing_stubs(tmp_path) == []  # no py.typed: no promise of types
