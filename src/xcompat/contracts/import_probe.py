@@ -30,7 +30,7 @@ for name in sys.argv[2:]:
 with open("/proc/self/maps", "rb") as fh:
     maps = fh.read(int(sys.argv[1]) + 1).decode("utf-8", "surrogateescape")
 interp = [sys.base_prefix, sys.base_exec_prefix, sysconfig.get_config_var("LIBDIR") or ""]
-out.write(json.dumps({"maps": maps, "path": sys.path, "interpreter": interp}) + "\n")
+out.write(json.dumps({"maps": maps, "path": sys.path + [sys.prefix], "interpreter": interp}) + "\n")
 """
 
 

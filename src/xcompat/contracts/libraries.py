@@ -38,6 +38,7 @@ def _elf_facts(path: str) -> tuple[str | None, str | None, str | None]:
     (a deleted file, one this user cannot read, one that is not ELF)."""
     from xcompat.abi.elf import ElfError, read_elf
     from xcompat.abi.elf.notes import read_build_id
+    from xcompat.abi.runtimes import TORCH_LIBRARY
     from xcompat.cxxruntime import beside_torch
 
     name = os.path.basename(path)
@@ -45,7 +46,7 @@ def _elf_facts(path: str) -> tuple[str | None, str | None, str | None]:
         info = read_elf(path, display_name=name, want_fatbin=False, symbols=False)
         build_id = read_build_id(path, display_name=name)
         carried = None
-        if beside_torch(name, info.needed, ()) is None and any(n.startswith("libtorch") for n in info.needed):
+        if any(TORCH_LIBRARY.match(n) for n in info.needed):  # only then is the symbol table read
             full = read_elf(path, display_name=name, want_fatbin=False)
             carried = beside_torch(name, full.needed, full.exports)
     except (OSError, ElfError, struct.error):
@@ -110,7 +111,8 @@ def snapshot_pid(pid: int, *, sites: Sequence[str], interpreter: Sequence[str], 
 
 def snapshot_self(*, project: str | None = None, cell_id: str | None = None) -> dict[str, object]:
     """The snapshot of this process, its ``sys.path`` taken as the installed trees."""
-    return snapshot(read_maps("self"), OwnerIndex(sys.path, _interpreter_dirs(), project), cell_id=cell_id)
+    sites = [*sys.path, sys.prefix]  # the environment's own folders count as installed
+    return snapshot(read_maps("self"), OwnerIndex(sites, _interpreter_dirs(), project), cell_id=cell_id)
 
 
 def _interpreter_dirs() -> list[str]:

@@ -84,3 +84,10 @@ def test_compare() -> None:
         ("changed", "libx.so.1"), ("removed", "liby.so"), ("added", "libz.so")]
     assert changes[0]["fields"] == ["build_id", "owner"]
     assert compare_snapshots({"libraries": "nope"}, {}) == []
+
+
+def test_a_static_cxx_runtime_beside_torch_is_a_finding() -> None:
+    carried = Library("/site/pkg/_ops.so", None, None, "project", "pkg", None,
+                      "_ops.so defines __cxa_throw itself: the C++ runtime is linked in statically")
+    found = library_findings([carried, lib("/usr/lib/libstdc++.so.6")])
+    assert [(f.code, f.fields["paths"]) for f in found] == [("static-cxx-runtime", "/site/pkg/_ops.so")]
