@@ -28,11 +28,19 @@ from xcompat.errors import ToolError, UnavailableError
 # what a host cross build reads), a compiler for builds that cannot cross compile, and CA
 # certificates for pip.
 BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "g++", "libc6-dev", "ca-certificates")
-DEFAULT_SUITE = "bookworm"  # Python 3.11; trixie has 3.13
+DEFAULT_SUITE = "bookworm"
+# The Debian suite whose python3 is each Python: a root has one.
+SUITES = {"3.11": "bookworm", "3.13": "trixie"}
 READY = ".xcompat-root-ready"
 ATTEMPTS = 3
 RETRY_SECONDS = 20
 LAYOUT = 2  # bump when what a root holds changes, so old caches are not reused
+
+
+def suite_for(python: str) -> str | None:
+    """The Debian suite whose python3 is ``python`` ("3.13" -> trixie), or None: no root has it,
+    and a cell of that Python is not run on an emulated lane."""
+    return SUITES.get(python)
 
 
 def cache_dir() -> Path:
@@ -70,36 +78,45 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _deb822_mirrors(text: str, suite: str) -> list[str]:
+def _release_suite(name: str) -> bool:
+    return "-" not in name  # bookworm, trixie; not bookworm-security or bookworm-updates
+
+
+def _deb822_mirrors(text: str, suite: str | None) -> list[str]:
+    """URIs of ``deb`` entries for ``suite`` (None: for any release suite)."""
     found = []
     for block in re.split(r"\n\s*\n", text):
         fields = dict(re.findall(r"(?m)^([A-Za-z-]+):[ \t]*(.*)$", block))
-        if "deb" in fields.get("Types", "").split() and suite in fields.get("Suites", "").split():
+        suites = fields.get("Suites", "").split()
+        if "deb" in fields.get("Types", "").split() and (suite in suites if suite else any(map(_release_suite, suites))):
             found += fields.get("URIs", "").split()
     return found
 
 
-def _one_line_mirrors(text: str, suite: str) -> list[str]:
+def _one_line_mirrors(text: str, suite: str | None) -> list[str]:
     found = []
     for line in text.splitlines():
         words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
-        if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
+        if len(words) >= 3 and words[0] == "deb" and (words[2] == suite if suite else _release_suite(words[2])):
             found.append(words[1])
     return found
 
 
 def host_mirror(suite: str, apt_dir: Path = Path("/etc/apt")) -> str | None:
     """The Debian mirror this machine's apt uses for ``suite`` itself (not -security or
-    -updates), or None. A root is made from the release suite alone: its security and
-    updates indices change under it, and one caught mid-sync fails the whole make."""
-    files = sorted(apt_dir.glob("sources.list.d/*.sources"))
-    for path in files:
-        found = _deb822_mirrors(path.read_text(encoding="utf-8", errors="replace"), suite)
-        if found:
-            return found[0]
+    -updates), or, for a suite it does not list (trixie on a bookworm machine), the mirror of
+    the release suite it does list: one archive serves every suite. None when apt lists none.
+    A root is made from the release suite alone: its security and updates indices change
+    under it, and one caught mid-sync fails the whole make."""
+    texts = []
+    for path in sorted(apt_dir.glob("sources.list.d/*.sources")):
+        texts.append(("deb822", path.read_text(encoding="utf-8", errors="replace")))
     for path in [apt_dir / "sources.list", *sorted(apt_dir.glob("sources.list.d/*.list"))]:
         if path.is_file():
-            found = _one_line_mirrors(path.read_text(encoding="utf-8", errors="replace"), suite)
+            texts.append(("one-line", path.read_text(encoding="utf-8", errors="replace")))
+    for wanted in (suite, None):
+        for form, text in texts:
+            found = _deb822_mirrors(text, wanted) if form == "deb822" else _one_line_mirrors(text, wanted)
             if found:
                 return found[0]
     return None

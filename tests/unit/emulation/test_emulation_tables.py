@@ -116,7 +116,7 @@ def test_roots_use_the_host_mirror_of_the_release_suite_only(tmp_path: Path) -> 
         "Types: deb-src\nURIs: http://src.invalid/debian\nSuites: bookworm\n\n"
         "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\n")
     assert host_mirror("bookworm", tmp_path) == "http://mirror.invalid/debian"
-    assert host_mirror("trixie", tmp_path) is None
+    assert host_mirror("trixie", tmp_path) == "http://mirror.invalid/debian"  # the same archive
     (listed / "debian.sources").unlink()
     (tmp_path / "sources.list").write_text("# deb http://old.invalid/debian bookworm main\n"
                                            "deb [arch=amd64 signed-by=/k.gpg] http://one.invalid/debian bookworm main\n"
@@ -124,3 +124,10 @@ def test_roots_use_the_host_mirror_of_the_release_suite_only(tmp_path: Path) -> 
     assert host_mirror("bookworm", tmp_path) == "http://one.invalid/debian"
     (tmp_path / "sources.list").write_bytes(b"\xff\xfe garbage deb\n\n\n")
     assert host_mirror("bookworm", tmp_path) is None
+
+
+def test_each_python_maps_to_the_suite_that_has_it() -> None:
+    from xcompat.emulation.roots import suite_for
+
+    assert suite_for("3.11") == "bookworm" and suite_for("3.13") == "trixie"
+    assert suite_for("3.12") is None and suite_for("3.13t") is None
