@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # Suites run by other tests through `xcompat test` (they crash and hang on purpose).
-DATA_SUITES = ("tests/fixtures/crashy_suite",)
+DATA_SUITES = ("tests/fixtures/crashy_suite", "tests/fixtures/emulation")
 
 PROBE = textwrap.dedent('''
     import os
