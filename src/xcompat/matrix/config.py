@@ -19,6 +19,7 @@ from xcompat.matrix import defaults as D
 from xcompat.settings.sections import (
     AbiPolicy,
     Baseline,
+    ContractsSettings,
     CoverageThresholds,
     GateSettings,
     Isolation,
@@ -148,6 +149,7 @@ class Matrix:
     abi: AbiPolicy
     coverage: CoverageThresholds
     gate: GateSettings
+    contracts: ContractsSettings = field(default_factory=ContractsSettings)
     sha256: str = ""  # of the exact bytes parsed
     source: str | None = None
 

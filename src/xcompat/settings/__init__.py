@@ -31,7 +31,7 @@ from xcompat.ci import is_ci
 from xcompat.errors import UsageError
 from xcompat.settings.formats import settings_from_document, settings_from_plan
 from xcompat.settings.resolved import Settings
-from xcompat.settings.sections import AbiPolicy, CoverageThresholds, GateSettings, TestSettings
+from xcompat.settings.sections import AbiPolicy, ContractsSettings, CoverageThresholds, GateSettings, TestSettings
 from xcompat.settings.table import (
     build_sections,
     defaults,
@@ -56,11 +56,14 @@ class SettingsSource(Protocol):
     @property
     def gate(self) -> GateSettings: ...
     @property
+    def contracts(self) -> ContractsSettings: ...
+    @property
     def sha256(self) -> str: ...
 
 
 def _from_matrix(matrix: SettingsSource) -> Settings:
     return Settings(tests=matrix.tests, abi=matrix.abi, coverage=matrix.coverage, gate=matrix.gate,
+                    contracts=matrix.contracts,
                     matrix_sha256=matrix.sha256 or None, origin="matrix")
 
 

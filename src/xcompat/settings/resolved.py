@@ -8,11 +8,11 @@ data, and ``to_dict()`` / ``to_env()`` write every key of the settings table, in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from xcompat.settings.sections import AbiPolicy, CoverageThresholds, GateSettings, TestSettings
+from xcompat.settings.sections import AbiPolicy, ContractsSettings, CoverageThresholds, GateSettings, TestSettings
 from xcompat.settings.table import setting_row, setting_rows, typed_value
 
 SETTINGS_VERSION = 1
@@ -28,6 +28,7 @@ class Settings:
     abi: AbiPolicy
     coverage: CoverageThresholds
     gate: GateSettings
+    contracts: ContractsSettings = field(default_factory=ContractsSettings)
     matrix_sha256: str | None = None
     origin: Origin = "defaults"
     overridden: tuple[str, ...] = ()  # keys set on the command line

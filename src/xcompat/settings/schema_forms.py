@@ -73,7 +73,8 @@ def plan_settings_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": list(names),
+        # a section of optional keys alone (added after plans were written) may be absent
+        "required": [name for name in names if not all(row.optional for row in _section_rows(name))],
         "properties": {name: section(_section_rows(name)) for name in names},
     }
 

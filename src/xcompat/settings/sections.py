@@ -70,7 +70,22 @@ class GateSettings:
     extra: Mapping[str, Any] = field(default_factory=_empty, repr=False)
 
 
+ContractMode = Literal["report", "gate"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContractsSettings:
+    """``contracts:``: how the stubs, runtime-libraries and python-floor stages are judged
+    (``report``: findings shown, never red; ``gate``: new findings make the cell red)."""
+
+    stubs: ContractMode = "report"
+    runtime_libraries: ContractMode = "report"
+    python_floor: ContractMode = "report"
+    extra: Mapping[str, Any] = field(default_factory=_empty, repr=False)
+
+
 # The section objects by the first part of a key's name.
 SECTIONS: Mapping[str, type] = MappingProxyType(
-    {"tests": TestSettings, "abi": AbiPolicy, "coverage": CoverageThresholds, "gate": GateSettings}
+    {"tests": TestSettings, "abi": AbiPolicy, "coverage": CoverageThresholds, "gate": GateSettings,
+     "contracts": ContractsSettings}
 )

@@ -30,13 +30,13 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "matrix.md"
 
 
 def _documented_setting_keys() -> set[str]:
-    """The keys of docs/matrix.md's "Keys" table under tests, abi, coverage and gate."""
+    """The keys of docs/matrix.md's "Keys" table under tests, abi, coverage, gate and contracts."""
     keys: set[str] = set()
     for line in DOCS.read_text().splitlines():
         if line.startswith("| `"):
             first_cell = line.split("|")[1]
             keys.update(k for k in re.findall(r"`([^`]+)`", first_cell)
-                        if k.split(".")[0] in ("tests", "abi", "coverage", "gate"))
+                        if k.split(".")[0] in ("tests", "abi", "coverage", "gate", "contracts"))
     return keys
 
 

@@ -41,6 +41,9 @@ SPELLINGS = {
     "coverage.diff": ("coverage.diff", "XCOMPAT_COVERAGE_DIFF"),
     "gate.tag-pattern": ("gate.tag_pattern", "XCOMPAT_GATE_TAG_PATTERN"),
     "gate.required-backends": ("gate.required_backends", "XCOMPAT_GATE_REQUIRED_BACKENDS"),
+    "contracts.stubs": ("contracts.stubs", "XCOMPAT_CONTRACTS_STUBS"),
+    "contracts.runtime-libraries": ("contracts.runtime_libraries", "XCOMPAT_CONTRACTS_RUNTIME_LIBRARIES"),
+    "contracts.python-floor": ("contracts.python_floor", "XCOMPAT_CONTRACTS_PYTHON_FLOOR"),
 }
 
 DUMMY = {"name": "tests.dummy-window", "type": "seconds", "default": 30, "override": True,
