@@ -35,6 +35,8 @@ class TestSettings:
     pytest_args: tuple[str, ...]
     isolation: Isolation
     timeout: float  # seconds per test
+    # the project's own torch operators: which findings turn the kernels stage red
+    operators: Literal["gate", "report"] = "gate"
     extra: Mapping[str, Any] = field(default_factory=_empty, repr=False)
 
 

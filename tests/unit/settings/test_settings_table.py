@@ -32,6 +32,7 @@ SPELLINGS = {
     "tests.pytest-args": ("tests.pytest_args", "XCOMPAT_TESTS_PYTEST_ARGS"),
     "tests.isolation": ("tests.isolation", "XCOMPAT_TESTS_ISOLATION"),
     "tests.timeout": ("tests.timeout", "XCOMPAT_TESTS_TIMEOUT"),
+    "tests.operators": ("tests.operators", "XCOMPAT_TESTS_OPERATORS"),
     "abi.baseline": ("abi.baseline", "XCOMPAT_ABI_BASELINE"),
     "abi.baseline-required": ("abi.baseline_required", "XCOMPAT_ABI_BASELINE_REQUIRED"),
     "abi.gate": ("abi.gate", "XCOMPAT_ABI_GATE"),
