@@ -6,7 +6,8 @@
 // CUDA path runs on the inputs' device and on torch's current stream of that device,
 // reached through c10's device-generic guard interface: no CUDA header is needed here.
 //
-// SAMPLE_EXT_ABI 2 changes the schema: a keyword-only `clamp` flag is added.
+// SAMPLE_EXT_ABI 2 changes the schema: a keyword-only `clamp` flag is added, and its CPU kernel
+// ignores its inputs' strides (wrong on non-contiguous views: see scaled_add_impl_cpu).
 //
 // Only per-operator ATen headers are included to keep the compile short.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
@@ -47,8 +48,17 @@ at::Tensor scaled_add_impl_meta(const at::Tensor& a, const at::Tensor& b, double
 
 at::Tensor scaled_add_impl_cpu(const at::Tensor& a_in, const at::Tensor& b_in, double alpha, bool clamp) {
   check_inputs(a_in, b_in, c10::DeviceType::CPU);
+#if SAMPLE_EXT_ABI >= 2
+  // 1.1's CPU kernel walks its inputs' storage in memory order and ignores their strides (no
+  // .contiguous()): a contiguous input is right, a non-contiguous, transposed or channels-last
+  // view gives wrong numbers. The sample's demo bug for the kernels stage's project-operator
+  // checks; its own tests (contiguous inputs only) pass.
+  const at::Tensor& a = a_in;
+  const at::Tensor& b = b_in;
+#else
   at::Tensor a = a_in.contiguous();
   at::Tensor b = b_in.contiguous();
+#endif
   at::Tensor out = at::empty(a.sizes(), a.options());
   const float* pa = a.const_data_ptr<float>();
   const float* pb = b.const_data_ptr<float>();

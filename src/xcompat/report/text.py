@@ -94,7 +94,9 @@ def _grid_and_cells(report: Report) -> list[Section]:
             ["cell", "required", "why"],
             [[c.id, "yes" if c.required else "no", _one_line(c.why)[:120]] for c in report.not_run_here])
     return [Section(key="grid", priority=1, renditions=(text, "")),
-            Section(key="cells", priority=5, renditions=(cells_text, ""))]
+    from xcompat.report.kernels_tested import kernels_text_section
+
+            Section(key="cells", priority=5, renditions=(cells_text, "")), *kernels_text_section(report)]
 
 
 def _failures(report: Report) -> list[Section]:

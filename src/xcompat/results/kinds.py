@@ -24,14 +24,16 @@ from xcompat.results.build import (
     expand_build,
 )
 from xcompat.results.fields import field_int, field_list, field_num, field_obj, field_str, wrong_type
+from xcompat.results.kernel_operators import OperatorsSection
+from xcompat.results.kernel_operators import read_section as kernel_operators
 from xcompat.results.stage_result import StageResult
 from xcompat.results.status import BUMP_ORDER, Bump
 
 __all__ = [
     "NEUTRAL_OUTCOMES", "PASSING_OUTCOMES", "TEST_OUTCOMES", "AbiFindingData", "AbiVersions", "BuildCell", "BuildError",
-    "CoverageData", "CoverageFile", "KernelCase", "KernelResult", "RecordedWheel", "TestCase", "abi_findings",
+    "CoverageData", "CoverageFile", "KernelCase", "KernelResult", "OperatorsSection", "RecordedWheel", "TestCase", "abi_findings",
     "abi_required_bump", "abi_versions", "build_cells", "build_errors", "build_wheels", "coverage_data",
-    "expand_build", "is_cell_coverage_artifact", "kernel_results", "probe_frameworks", "test_cases", "tests_not_run",
+    "expand_build", "is_cell_coverage_artifact", "kernel_operators", "kernel_results", "probe_frameworks", "test_cases", "tests_not_run",
 ]
 
 TEST_OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout", "leaked")

@@ -34,6 +34,7 @@ from xcompat.results import kinds as K
 from xcompat.results.stage_result import StageResult
 from xcompat.results.status import test_stage_status
 
+from xcompat.results.kernel_operators import gating_failed
 if TYPE_CHECKING:
     from xcompat.settings import ProjectFacts, Settings
 
@@ -132,7 +133,8 @@ def _status_of_kernels(document: Mapping[str, Any]) -> str | None:
     seen = _statuses(document, "kernels", "status")
     if "crashed" in seen:
         return "crashed"
-    return "failed" if "failed" in seen else None
+    # a gating finding of the project's own operators (tests.operators) fails it as a kernel does
+    return "failed" if "failed" in seen or gating_failed(document) else None
 
 
 def _status_of_gating(document: Mapping[str, Any]) -> str | None:
@@ -161,7 +163,7 @@ STAGES: dict[str, StageKind] = {kind.name: kind for kind in (
     StageKind(name="probe", result_file="probe.json", per_cell=True, schemas=("probe",),
               checks=(K.probe_frameworks,), quiet=True),
     StageKind(name="kernels", result_file="kernels.json", per_cell=True, schemas=("kernels",),
-              checks=(K.kernel_results,), items="kernels", status_of_items=_status_of_kernels,
+              checks=(K.kernel_results, K.kernel_operators), items="kernels", status_of_items=_status_of_kernels,
               requirement=kernels_requirement, demanded="run", quiet=True),
     StageKind(name="test", result_file="test.json", per_cell=True, schemas=("test-result",),
               checks=(K.test_cases, K.tests_not_run), items="tests", status_of_items=_status_of_tests,

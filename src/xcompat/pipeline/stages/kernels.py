@@ -1,12 +1,40 @@
-"""The kernels stage: the conformance kernels through the fallback chain, when the settings require them."""
+"""The kernels stage: the runner's conformance kernels, then the project's own torch operators.
+
+The conformance kernels (``xcompat kernels run``, through the fallback chain) prove the runner:
+toolchain, device, fallback. They say nothing about the operators the project registers, so
+after them the stage checks those (``xcompat kernels operators``) from the wheel the build
+stage made, with the samples in the project's ``.xcompat/operators.py``, on each device of the
+cell: the CPU, and the cell's accelerator. Both go into one result, ``kernels.json``: the
+operators in its ``operators`` section (``xcompat.results.kernel_operators``), whose gating
+findings (the matrix's ``tests.operators``) make the stage red. When the project's build
+failed, the operators are "not run", never passed.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from xcompat import jsonio
+from xcompat.errors import InputError
 from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.local import StageResult
+from xcompat.results.kernel_operators import DeviceRun, build_section, gating_failed, not_run_section
+from xcompat.results.status import severity
+
+SAMPLES = Path(".xcompat") / "operators.py"
+# The checking child stops itself after 900 s (xcompat.operators.runner); this bounds the command.
+OPERATORS_TIMEOUT_S = 960.0
+# The torch device that checks operators on a cell's accelerator (ROCm's torch names its GPUs cuda).
+TORCH_DEVICE = {"cuda": "cuda", "rocm": "cuda", "mps": "mps"}
+# `xcompat kernels operators` exit codes: a result (passed or failed), a usage or input error
+# (the samples file), the device cannot run here.
+_RESULT_EXITS = (0, 1)
+_INPUT_EXIT = 2
+_UNAVAILABLE_EXIT = 5
 
 
 @dataclass(frozen=True)
@@ -31,7 +59,104 @@ class KernelsStage:
             backend = context.cell_backend()
             if backend and backend != "cpu":
                 argv += ["--required-backend", backend]
-        return p.run_command("kernels", p.xcompat(*argv), outputs=[result])
+        runner = p.run_command("kernels", p.xcompat(*argv), outputs=[result])
+        return with_operators(context, runner, result)
+
+
+def operator_devices(backend: str | None) -> list[str]:
+    """The torch devices the project's operators are checked on for a cell of ``backend``."""
+    extra = TORCH_DEVICE.get(backend or "")
+    return ["cpu", extra] if extra else ["cpu"]
+
+
+def _samples(context: RunContext) -> Path | None:
+    path = context.cfg.project / SAMPLES
+    return path if path.is_file() else None
+
+
+def _no_wheel(context: RunContext) -> tuple[str, bool] | None:
+    """Why there is no wheel to check, and whether that counts against the cell; None: there is one."""
+    build = next((r for r in context.pipe.results if r.name == "build"), None)
+    if build is None:
+        return "no wheel to check (the build stage did not run)", False
+    if build.status != "passed" or not context.wheels:
+        return "no wheel to check (the project's build failed)", True
+    return None
+
+
+def check_on(context: RunContext, site: Path, device: str, samples: Path | None) -> DeviceRun:
+    """One ``xcompat kernels operators`` run on ``device``, its log in logs/operators-<device>.log."""
+    p = context.pipe
+    with tempfile.TemporaryDirectory(prefix="xcompat-operators-") as tmp:
+        out = Path(tmp) / "operators.json"
+        argv: list[str | os.PathLike[str]] = ["kernels", "operators", "--site", site, "--device", device,
+                                              "--json", out]
+        if samples is not None:
+            argv += ["--samples", samples]
+        if context.cell_id:
+            argv += ["--cell-id", context.cell_id]
+        res = p.run_command(f"operators-{device.replace(':', '-')}", p.xcompat(*argv),
+                            timeout=OPERATORS_TIMEOUT_S)
+        detail = res.detail or res.status
+        if res.exit_code in _RESULT_EXITS and out.is_file():
+            try:
+                document = jsonio.read_json(out, schema="operators")
+            except InputError as exc:
+                return DeviceRun(device=device, status="error", check="crashed", detail=exc.message)
+            return DeviceRun(device=device, status="ran", document=document)
+    if res.exit_code == _UNAVAILABLE_EXIT:
+        return DeviceRun(device=device, status="not_run", detail=detail)
+    if res.exit_code == _INPUT_EXIT:
+        return DeviceRun(device=device, status="error", check="samples", detail=detail)
+    return DeviceRun(device=device, status="error", check="crashed", detail=detail)
+
+
+def operators_section(context: RunContext) -> dict[str, Any]:
+    """The ``operators`` section of this run's kernels result."""
+    from xcompat.pipeline.stages.test import install_site
+
+    setting = context.settings.tests.operators
+    samples = _samples(context)
+    shown = str(SAMPLES) if samples is not None else None
+    missing = _no_wheel(context)
+    if missing is not None:
+        reason, counts_against = missing
+        return not_run_section(reason, setting, counts_against=counts_against, samples=shown)
+    site = install_site(context)
+    if site is None:
+        return not_run_section("the wheel could not be installed to check it (logs/install.log)", setting,
+                               counts_against=True, samples=shown)
+    backend = context.cell_backend() or context.cfg.backend
+    runs = [check_on(context, site, device, samples) for device in operator_devices(backend)]
+    return build_section(runs, setting, shown)
+
+
+def merge(document: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """The runner's kernels result with the operators section; failed when a finding gates."""
+    merged = {**document, "operators": section,
+              "summary": f"runner kernels: {document.get('summary') or document.get('status')}; {section['summary']}"}
+    if gating_failed(merged) and severity(str(document.get("status"))) < severity("failed"):
+        merged["status"] = "failed"
+    return merged
+
+
+def with_operators(context: RunContext, runner: StageResult, path: Path) -> StageResult:
+    """Check the project's operators and add them to the kernels result at ``path``."""
+    try:
+        document = jsonio.read_json(path) if path.is_file() else None
+    except InputError:
+        document = None
+    if not isinstance(document, dict):
+        runner.detail = "; ".join(filter(None, [runner.detail, "project operators not run: the runner's "
+                                                "kernels wrote no result to add them to"]))
+        return runner
+    section = operators_section(context)
+    merged = merge(document, section)
+    jsonio.write_json(path, merged, schema="kernels")
+    if runner.status == "passed" and merged["status"] != "passed":
+        runner.status = "failed"  # a gating operator finding; the runner's kernels passed
+    runner.detail = "; ".join(filter(None, [runner.detail, section["summary"]]))
+    return runner
 
 
 STAGE = KernelsStage()
