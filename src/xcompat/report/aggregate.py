@@ -136,9 +136,9 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
     failing tests and kernels, ABI findings and coverage go to ``sections``."""
     required = cv.required
     passed = failed = skipped = not_run = 0
+    kernels_tested = ""
     stages: list[StageStatus] = []
     for judged in cv.stages:
-    kernels_tested = ""
         result = judged.result
         summary = result.summary
         kind = STAGES.get(result.kind)
@@ -151,13 +151,13 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
             not_run += K.tests_not_run(result)
             sections.failures.extend(found)
         elif result.kind == "kernels":
-            sections.failures.extend(_kernel_failures(result, required))
-        elif result.kind == "abi":
             from xcompat.report.kernels_tested import operator_failures, tested_text
 
-            sections.abi_findings.extend(_abi_findings(result))
+            sections.failures.extend(_kernel_failures(result, required))
             sections.failures.extend(operator_failures(result, required))
             kernels_tested = tested_text(result)
+        elif result.kind == "abi":
+            sections.abi_findings.extend(_abi_findings(result))
             sections.abi_results.append(result)
         elif result.kind == "coverage":
             sections.coverage_results.append(result)
@@ -173,9 +173,9 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
     fields = cell_fields({**cv.spec, "id": cv.id})
     fields.pop("required")
     cell = CellReport(
+        kernels_tested=kernels_tested,
         **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
         stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
-        kernels_tested=kernels_tested,
         tests_not_run=not_run, tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
     )
     if cell.status in ("missing", "skipped") and required:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from xcompat.neutralise import html_text as escape
 from xcompat.report import display
 from xcompat.report.display import pct
-from xcompat.report.markdown.failures import shown_failures
 from xcompat.report.kernels_tested import kernels_html
+from xcompat.report.markdown.failures import shown_failures
 from xcompat.report.markdown.other import other_warnings
 from xcompat.report.model import STATUS_SYMBOL, CellReport, Report
 from xcompat.report.tails import user_frames_first
@@ -330,8 +330,8 @@ def render_html(report: Report) -> str:
     out += _lead(report)
     if report.cells:
         out += _grid(report)
-    out += _failures(report)
         out += kernels_html(report)
+    out += _failures(report)
     out += _abi(report)
     out += _coverage(report)
     out += _all_cells(report)

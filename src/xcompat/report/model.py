@@ -76,10 +76,10 @@ class CellReport:
     tests_skipped: int = 0
     # collected, never run: a test file could not be collected, so pytest ran none of them
     tests_not_run: int = 0
-    # Display facts (optional; empty when the results did not say):
     # what its kernels stage tested, the runner's kernels and the project's operators apart
     # ("runner kernels 880/880; project operators 3: 2 passed, 1 failed: ..."); "" without one
     kernels_tested: str = ""
+    # Display facts (optional; empty when the results did not say):
     # the runner labels the plan gave this cell, shown when its job never reported;
     runs_on: tuple[str, ...] = ()
     # the framework versions actually installed when the cell ran (probe or test stage),

@@ -93,9 +93,9 @@ def _grid_and_cells(report: Report) -> list[Section]:
         cells_text += "\nNot run here (this machine cannot run them; CI runs each on its own runner)\n" + _table(
             ["cell", "required", "why"],
             [[c.id, "yes" if c.required else "no", _one_line(c.why)[:120]] for c in report.not_run_here])
-    return [Section(key="grid", priority=1, renditions=(text, "")),
     from xcompat.report.kernels_tested import kernels_text_section
 
+    return [Section(key="grid", priority=1, renditions=(text, "")),
             Section(key="cells", priority=5, renditions=(cells_text, "")), *kernels_text_section(report)]
 
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from xcompat.results import kinds as K
+from xcompat.results.kernel_operators import gating_failed
 from xcompat.results.stage_result import StageResult
 from xcompat.results.status import test_stage_status
 
-from xcompat.results.kernel_operators import gating_failed
 if TYPE_CHECKING:
     from xcompat.settings import ProjectFacts, Settings
 

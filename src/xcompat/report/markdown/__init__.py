@@ -22,8 +22,8 @@ from xcompat.report.markdown.blocks import code, fenced, inline
 from xcompat.report.markdown.cells import cells_section
 from xcompat.report.markdown.coverage import coverage_section
 from xcompat.report.markdown.failures import failures_section
-from xcompat.report.markdown.lead import header_section
 from xcompat.report.markdown.kernels import kernels_section
+from xcompat.report.markdown.lead import header_section
 from xcompat.report.markdown.matrix import grid_section
 from xcompat.report.markdown.other import other_section
 from xcompat.report.model import Report
@@ -35,8 +35,8 @@ def sections(report: Report, *, marker: str = "", include: Sequence[str] | None 
     all_sections = [
         header_section(report, marker),
         grid_section(report),
-        failures_section(report),
         kernels_section(report),
+        failures_section(report),
         abi_section(report),
         coverage_section(report),
         cells_section(report),
