@@ -64,6 +64,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     cibw.add_argument("--print-config", action="store_true",
                       help="print the derived cibuildwheel runs and the identifiers cibuildwheel confirms, "
                       "as JSON, without building")
+    lane = parser.add_argument_group("emulated lane")
+    lane.add_argument("--arch", default=None, metavar="ARCH",
+                      help="build for another Linux architecture (aarch64, ppc64le, s390x): cross compiled on "
+                      "this machine where the project allows, else built in an emulated Debian root (QEMU user "
+                      "mode); build.json's emulation object says which (docs/architectures.md)")
     parser.add_argument("--json", action="store_true", help="print build.json to stdout")
 
 
@@ -132,6 +137,12 @@ def summary_markdown(document: dict[str, Any]) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    if getattr(args, "arch", None):  # an emulated lane's wheel: xcompat.emulation builds it
+        return _lane_build(args)
+    return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from xcompat import jsonio
@@ -207,6 +218,28 @@ def execute(args: argparse.Namespace) -> int:
         log.success(f"{wheel['file']} ({wheel['size'] / 1024:.0f} KiB){where}{abi3}")
     log.info(f"{document['summary']}; record: {Path(args.out) / 'build.json'}")
     log.write_summary(summary_markdown(document))
+    if args.json:
+        print(jsonio.dump_json(document), end="")
+    return 0
+
+
+def _lane_build(args: argparse.Namespace) -> int:
+    """``--arch``: the lane's wheel and build.json (with its emulation object)."""
+    from xcompat import jsonio
+    from xcompat.builder.native import check_project
+    from xcompat.emulation.run_lane import build_record
+    from xcompat.errors import ToolError
+    from xcompat.log import get_logger
+
+    log = get_logger()
+    project = check_project(args.project)
+    document = build_record(project, Path(args.out), args.arch, cell_id=(args.cell or [None])[0])
+    jsonio.write_json(Path(args.out) / "build.json", document, schema="build")
+    emulation = document["emulation"]
+    log.info(f"{document['summary']} ({args.arch}: {emulation['build']} build, QEMU {emulation['qemu']}); "
+             f"record: {Path(args.out) / 'build.json'}")
+    if document["status"] != "passed":
+        raise ToolError(document["errors"][0]["message"] if document["errors"] else document["summary"])
     if args.json:
         print(jsonio.dump_json(document), end="")
     return 0

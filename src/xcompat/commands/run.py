@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcompat.outputs import OutputDir
+
+if TYPE_CHECKING:
+    from xcompat.pipeline.local import RunConfig
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +27,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="project to check (default: the bundled sample project, the demo)")
     parser.add_argument("--matrix", type=Path, metavar="FILE",
                         help="matrix (default: PROJECT/.xcompat/matrix.yml; none there: run `xcompat matrix init`)")
+    _stage_option(parser)
     parser.add_argument("--allowed-signers", type=Path, metavar="PATH",
                         help="trust list (default: next to the matrix: .xcompat/allowed_signers)")
     parser.add_argument("--trust-ref", metavar="REF",
@@ -44,6 +49,25 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "--isolation`; auto: off when the project builds against a framework the runner provides "
                         "(torch in its build requirements, or imported by its setup.py), else on (default: auto)")
     parser.add_argument("--no-coverage", action="store_true", help="skip the coverage build and merge")
+    lane = parser.add_argument_group("emulated lane (docs/architectures.md)")
+    lane.add_argument("--arch", default=None, metavar="ARCH",
+                      help="run the cells of another Linux architecture (aarch64, ppc64le, s390x) on this machine "
+                      "under QEMU user mode: the wheel cross built here (else built in an emulated Debian root), "
+                      "the tests run in that root, the ABI read natively; coverage and, without torch in the "
+                      "root, the kernels are not run (the report says so)")
+    lane.add_argument("--floor", default=None, metavar="LEVEL",
+                      help="with --arch: run the tests on the QEMU CPU model of this ISA level (armv8.0-a, power8, "
+                      "...), overriding the matrix's abi.isa-floors for that arch (local runs only)")
+
+
+def _stage_option(parser: argparse.ArgumentParser) -> None:
+    from xcompat.pipeline.registry import PIPELINE
+
+    parser.add_argument("--stage", action="append", dest="stages", metavar="NAME", default=[],
+                        help=f"run only this stage (repeatable; in the table's order): {', '.join(PIPELINE)}; "
+                        "a CI job runs one stage this way")
+    parser.add_argument("--cell", metavar="ID", default=None,
+                        help="the cell to run, one this machine serves (default: its first required cell)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -51,4 +75,35 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.pipeline.runner import run_pipeline
 
     config = resolve_config(args)
-    return run_pipeline(config, isolation=args.isolation)
+    if getattr(args, "arch", None) or getattr(args, "floor", None):
+        config = _with_lane(config, args)
+    if args.cell:
+        from dataclasses import replace
+
+        config = replace(config, cell=args.cell)
+    return run_pipeline(config, isolation=args.isolation, stages=args.stages or None)
+
+
+def _with_lane(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """``--arch``: the run's configuration with its emulated lane open (root made or reused)."""
+    from dataclasses import replace
+
+    from xcompat.emulation.arches import arch, is_emulated
+    from xcompat.errors import UsageError
+    from xcompat.log import get_logger
+    from xcompat.pipeline.local import python_tag
+
+    if not args.arch:
+        raise UsageError("--floor needs --arch", hint="xcompat run --arch aarch64 --floor armv8.0-a")
+    row = arch(args.arch)
+    if not is_emulated(row.name):
+        raise UsageError(f"--arch {row.name} is this machine's own architecture: run without --arch")
+    floors = config.settings.abi.isa_floors if config.settings is not None else {}
+    floor = args.floor or floors.get(row.name)
+    row.cpu_model(floor)  # an unknown level: one line naming the levels there are
+    from xcompat.emulation.run_lane import open_run_lane
+
+    get_logger().info(f"opening the {row.name} lane (a Debian root under QEMU; the first run makes it: minutes)")
+    lane = open_run_lane(row.name, floor=floor, python=python_tag().rstrip("t"))
+    # coverage is measured by the native cells: an emulated lane's instrumented build is not run
+    return replace(config, lane=lane, coverage=False)

@@ -21,7 +21,9 @@ def build_argv(context: RunContext, project: Path, out: Path) -> list[str]:
     backend = context.cell_backend()
     if backend:
         argv += ["--device", backend]
-    return argv
+    from xcompat.pipeline.lanes import build_options
+
+    return argv + build_options(context)  # an emulated lane: its wheel (xcompat build --arch)
 
 
 def start_build(context: RunContext, name: str, project: Path, out: Path) -> RunningCommand:

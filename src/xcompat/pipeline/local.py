@@ -30,6 +30,7 @@ from xcompat import interrupts
 from xcompat.errors import InputError
 from xcompat.isolate.strays import StrayProcess, become_subreaper, children, collect_new_children
 from xcompat.log import Logger
+from xcompat.pipeline.lane_api import EmulatedLane
 from xcompat.pipeline.progress import StageProgress
 from xcompat.settings import ProjectFacts, Settings
 
@@ -52,6 +53,9 @@ class RunConfig:
     facts: ProjectFacts | None = None  # what the project is: does it use torch
     signed: bool = True  # False: a local run of an unsigned matrix (right after `matrix init`)
     trust_ref: str | None = None  # the protected ref the trust list comes from (matrix verify --trust-ref)
+    # `xcompat run --arch`: the emulated lane the cells of another architecture run on (None: natively)
+    lane: EmulatedLane | None = None
+    cell: str | None = None  # `--cell`: the cell to run among those of this machine (default: the first required)
 
 
 @dataclass(kw_only=True)

@@ -35,6 +35,11 @@ def guarded(context: RunContext, stage: Stage) -> Callable[[], StageResult]:
         ignore_output(context.pipe.stage_dir)
         if context.halted is not None and not stage.runs_when_halted:
             return StageResult(name=stage.name, status="skipped", detail=f"not run: {context.halted}")
+        from xcompat.pipeline.lanes import skip_reason
+
+        lane_skip = skip_reason(context, stage.name)  # a stage an emulated lane does not run
+        if lane_skip is not None:
+            return StageResult(name=stage.name, status="skipped", detail=lane_skip)
         return stage.run(context)
 
     return run

@@ -14,6 +14,7 @@ from typing import Any
 
 from xcompat.report.case_text import case_location, case_tail, log_tail, result_tail
 from xcompat.report.cell_fields import cell_fields, cell_from_id
+from xcompat.report.emulation import emulation_of
 from xcompat.report.model import (
     AbiFinding,
     AbiSection,
@@ -177,6 +178,7 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
         **fields, required=required, planned=cv.planned, status=cv.status, reason=cv.reason,
         stages=tuple(stages), tests_passed=passed, tests_failed=failed, tests_skipped=skipped,
         tests_not_run=not_run, tested_frameworks=_tested_frameworks(j.result for j in cv.stages),
+        emulation=emulation_of(j.result for j in cv.stages),
     )
     if cell.status in ("missing", "skipped") and required:
         sections.failures.append(Failure(cell_id=cv.id, kind="cell", name="no passing result"

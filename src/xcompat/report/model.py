@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from xcompat.report.emulation import Emulation
 from xcompat.results.stage_result import StageResult
 from xcompat.results.status import BUMP_ORDER as _BUMPS
 from xcompat.results.status import Bump, CellStatus
@@ -85,6 +86,8 @@ class CellReport:
     # the framework versions actually installed when the cell ran (probe or test stage),
     # shown when they differ from the cell's label (numpy 2.1 ran as 2.4.6).
     tested_frameworks: tuple[tuple[str, str], ...] = ()
+    # how the cell ran when it ran on an emulated lane (xcompat run --arch); None: natively
+    emulation: Emulation | None = None
 
     @property
     def tests_total(self) -> int:
@@ -104,7 +107,8 @@ class CellReport:
     @property
     def device(self) -> str:
         """The grid column: platform, arch and backend (with toolkit)."""
-        return f"{self.platform} {self.arch} {self.backend}{self.toolkit or ''}"
+        emulated = f" ({self.emulation.label})" if self.emulation is not None else ""
+        return f"{self.platform} {self.arch}{emulated} {self.backend}{self.toolkit or ''}"
 
     @property
     def framework_label(self) -> str:
@@ -230,6 +234,7 @@ class Report:
         def cell(c: CellReport) -> dict[str, Any]:
             d = asdict(c)
             d["frameworks"] = dict(c.frameworks)
+            d["emulation"] = c.emulation.to_dict() if c.emulation is not None else None
             d["stages"] = [asdict(s) for s in c.stages]
             d["tests"] = {"passed": c.tests_passed, "failed": c.tests_failed, "skipped": c.tests_skipped,
                           "not_run": c.tests_not_run}

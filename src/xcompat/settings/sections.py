@@ -51,6 +51,8 @@ class AbiPolicy:
     extension_exports: tuple[str, ...] | None
     # True: a run whose baseline cannot be found or built is red (the ABI was not compared)
     baseline_required: bool
+    # per arch, the ISA level its wheels promise (aarch64 -> armv8.0-a); applied by `xcompat run`
+    isa_floors: Mapping[str, str] = field(default_factory=_empty)
     extra: Mapping[str, Any] = field(default_factory=_empty, repr=False)
 
 

@@ -27,7 +27,8 @@ from typing import Any
 
 from xcompat.errors import UsageError
 from xcompat.settings.sections import SECTIONS
-from xcompat.settings.value_types import ListOf, ValueType, make_type
+from xcompat.settings.mapping_types import make_type
+from xcompat.settings.value_types import ListOf, ValueType
 
 TABLE_PATH = Path(__file__).with_name("table.json")
 _NAME = re.compile(r"^(?P<section>[a-z]+)\.(?P<rest>[a-z][a-z0-9]*(-[a-z0-9]+)*)$")

@@ -365,11 +365,11 @@ TYPES: Mapping[str, type[ValueType]] = MappingProxyType(
 )
 
 
-def make_type(name: str, params: Mapping[str, Any]) -> ValueType:
-    """The type ``name`` with a table row's parameters; ``ValueError`` names what is wrong."""
-    cls = TYPES.get(name)
+def make_type(name: str, params: Mapping[str, Any], types: Mapping[str, type[ValueType]] = TYPES) -> ValueType:
+    """The type ``name`` (of ``types``) with a table row's parameters; ``ValueError`` names what is wrong."""
+    cls = types.get(name)
     if cls is None:
-        raise ValueError(f"unknown type {name!r} (types: {', '.join(TYPES)})")
+        raise ValueError(f"unknown type {name!r} (types: {', '.join(types)})")
     unknown = sorted(set(params) - cls.params)
     if unknown:
         raise ValueError(f"type {name} takes no {', '.join(unknown)}")

@@ -38,6 +38,7 @@ SPELLINGS = {
     "abi.gate": ("abi.gate", "XCOMPAT_ABI_GATE"),
     "abi.bumps": ("abi.bumps", "XCOMPAT_ABI_BUMPS"),
     "abi.extension-exports": ("abi.extension_exports", "XCOMPAT_ABI_EXTENSION_EXPORTS"),
+    "abi.isa-floors": ("abi.isa_floors", "XCOMPAT_ABI_ISA_FLOORS"),
     "coverage.overall": ("coverage.overall", "XCOMPAT_COVERAGE_OVERALL"),
     "coverage.diff": ("coverage.diff", "XCOMPAT_COVERAGE_DIFF"),
     "gate.tag-pattern": ("gate.tag_pattern", "XCOMPAT_GATE_TAG_PATTERN"),

@@ -20,6 +20,16 @@ class AbiStage:
     runs_when_halted: bool = False
 
     def run(self, context: RunContext) -> StageResult:
+        result = self._diff(context)
+        from xcompat.pipeline.lanes import isa_scan
+
+        floor = isa_scan(context)  # abi.isa-floors: instructions above the arch's floor (isa.json)
+        if floor is not None:
+            result.detail = "; ".join(filter(None, (result.detail, f"ISA floor scan {floor.status}"
+                                                                   + (f": {floor.detail}" if floor.detail else ""))))
+        return result
+
+    def _diff(self, context: RunContext) -> StageResult:
         p = context.pipe
         base = context.baseline_path
         if base is None:

@@ -26,15 +26,17 @@ class PlanStage:
 
     def run(self, context: RunContext) -> StageResult:
         from xcompat.devices import available_backends
+        from xcompat.pipeline.lanes import plan_target
         from xcompat.results.collect import load_plan
 
         p = context.pipe
-        system, arch = runner_platform(), runner_arch()
-        backends = available_backends()
+        system = runner_platform()
+        # an emulated lane (xcompat run --arch): its arch, its root's Python, its CPU
+        arch, python, backends = plan_target(context, runner_arch(), python_tag(), available_backends())
         full = p.path("plan.full.json")
         argv: list[str | os.PathLike[str]] = [
             "matrix", "plan", context.cfg.matrix, "--format", "json", "--platform", system, "--arch", arch,
-            "--python", python_tag(), "-o", full]
+            "--python", python, "-o", full]
         if context.settings.matrix_sha256:
             argv += ["--expect-sha256", context.settings.matrix_sha256]
         for b in backends:
@@ -46,13 +48,13 @@ class PlanStage:
         doc = load_plan(full)  # the one plan reader, as the report and the gate read it
         local, notes = pick_framework_versions(doc["cells"], installed_frameworks())
         doc["cells"] = local
-        doc["not_run_here"] = not_run_here(context, {c["id"] for c in local}, system, arch, backends)
+        doc["not_run_here"] = not_run_here(context, {c["id"] for c in local}, system, arch, backends, python)
         jsonio.write_json(p.path("plan.json"), doc)
         full.unlink()
         context.cells = local
         if not local:
             result.status = "failed"
-            result.detail = (f"the matrix has no cell for Python {python_tag()} on {system}/{arch} "
+            result.detail = (f"the matrix has no cell for Python {python} on {system}/{arch} "
                              f"with backends {', '.join(backends)}")
             context.halted = "the plan stage failed"
             return result
@@ -65,10 +67,13 @@ class PlanStage:
 
 
 def not_run_here(context: RunContext, here: set[str], system: str, arch: str,
-                 backends: list[str]) -> list[dict[str, Any]]:
+                 backends: list[str], python: str | None = None) -> list[dict[str, Any]]:
     """The matrix's other cells, each with the reason this machine cannot run it."""
     from xcompat.matrix import load_matrix, read_matrix_bytes
     from xcompat.matrix.plan import expand
+    from xcompat.pipeline.lanes import elsewhere_arch, elsewhere_python
+
+    python = python or python_tag()
 
     matrix = context.cfg.matrix
     try:
@@ -81,10 +86,10 @@ def not_run_here(context: RunContext, here: set[str], system: str, arch: str,
     for c in cells:
         if c.id in here:
             continue
-        if c.python != python_tag():
-            why = f"Python {c.python} (this is {python_tag()})"
+        if c.python != python:
+            why = elsewhere_python(context, c.python, python)
         elif c.platform != system or c.arch != arch:
-            why = f"{c.platform}/{c.arch} (this is {system}/{arch})"
+            why = elsewhere_arch(context, f"{c.platform}/{c.arch}", f"{system}/{arch}")
         elif c.backend not in backends:
             why = f"the {c.backend} backend (this machine has {', '.join(backends)})"
         else:

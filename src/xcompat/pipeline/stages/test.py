@@ -49,6 +49,11 @@ class TestsStage:
             argv += ["--", *pytest_args]
         context.rerun = rerun_template(p.final, context.cfg.project, pyargs=pyargs,
                                        pytest_args=[a for a in t.pytest_args if a != "--pyargs"])
+        if context.cfg.lane is not None:  # an emulated lane: the same command, in the lane's root
+            from xcompat.pipeline.lanes import run_tests
+
+            return run_tests(context, p.xcompat(*argv, safe_path=True), env=env_with_site(site), cwd=cwd,
+                             outputs=[result, junit])
         return p.run_command("test", p.xcompat(*argv, safe_path=True), env=env_with_site(site),
                              cwd=cwd, outputs=[result, junit])
 

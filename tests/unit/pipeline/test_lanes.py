@@ -1,0 +1,150 @@
+"""``xcompat run --arch``: the options, what the plan runs and does not run on a lane, which
+stages a lane skips and why, the ISA floor setting, and the lane's test command line.
+
+The lane here is the real ``RunLane`` over a ``Lane`` whose root is an empty folder: every
+answer below is computed from the tables and the configuration, none starts QEMU."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shlex
+from pathlib import Path
+
+import pytest
+
+from xcompat.commands import run as run_command
+from xcompat.emulation.arches import arch, host_arch
+from xcompat.emulation.binfmt import Emulator
+from xcompat.emulation.lane import Lane
+from xcompat.emulation.run_lane import RunLane
+from xcompat.errors import InputError, UsageError
+from xcompat.log import Logger
+from xcompat.matrix import load_matrix
+from xcompat.pipeline import lanes
+from xcompat.pipeline.context import RunContext
+from xcompat.pipeline.local import LocalPipeline, RunConfig
+from xcompat.pipeline.stages.plan import not_run_here
+from xcompat.settings import resolve_settings
+
+MATRIX = """\
+xcompat: 1
+repo: example/lane
+serial: 1
+python: ["3.11", "3.12"]
+platforms:
+  linux:
+    archs: [x86_64, aarch64]
+backends:
+  cpu:
+    required: true
+tests:
+  kernels: all
+  pytest: [tests]
+abi:
+  isa-floors: {aarch64: armv8.0-a, x86_64: x86-64-v2}
+"""
+
+
+def _lane(tmp_path: Path, floor: str | None = "armv8.0-a", *, torch: bool = False) -> RunLane:
+    row = arch("aarch64")
+    root = tmp_path / "root"
+    if torch:
+        (root / "opt/xcompat-venv/lib/python3.11/site-packages/torch").mkdir(parents=True)
+    lane = Lane(arch=row, root=root, emulator=Emulator(arch="aarch64", interpreter="/x", qemu="/q", version="7.2.22"),
+                cpu=row.cpu_model(floor), floor=floor, python="3.11", suite="bookworm")
+    return RunLane(lane=lane, package=tmp_path / "pkg")
+
+
+def _context(tmp_path: Path, lane: RunLane | None, matrix: str = MATRIX) -> RunContext:
+    path = tmp_path / "matrix.yml"
+    path.write_text(matrix, encoding="utf-8")
+    settings = resolve_settings(load_matrix(path.read_bytes(), source=str(path)), {}, env={}, signed=False)
+    cfg = RunConfig(project=tmp_path, matrix=path, allowed_signers=None, baseline=None, out=tmp_path / "out",
+                    settings=settings, lane=lane)
+    return RunContext(LocalPipeline(cfg, Logger({"CI": "true"}, io.StringIO())))
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    run_command.configure_parser(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_arch_and_floor_are_options_of_xcompat_run() -> None:
+    args = _parse(".", "--arch", "aarch64", "--floor", "armv8.0-a")
+    assert (args.arch, args.floor) == ("aarch64", "armv8.0-a")
+    assert (_parse(".").arch, _parse(".").floor) == (None, None)
+
+
+@pytest.mark.parametrize(("argv", "error", "words"), [
+    (["--floor", "armv8.0-a"], UsageError, "--floor needs --arch"),
+    (["--arch", host_arch()], UsageError, "this machine's own architecture"),
+    (["--arch", "riscv64"], InputError, "cannot emulate the architecture 'riscv64'"),
+    (["--arch", "aarch64", "--floor", "armv9-a"], InputError, "unknown ISA floor 'armv9-a' for aarch64"),
+])
+def test_a_lane_that_cannot_be_is_refused_in_one_line_before_anything_runs(
+        tmp_path: Path, argv: list[str], error: type[Exception], words: str) -> None:
+    config = _context(tmp_path, None).cfg
+    with pytest.raises(error, match=words):
+        run_command._with_lane(config, _parse(".", *argv))
+
+
+def test_the_plan_of_a_lane_is_its_arch_its_roots_python_and_the_cpu(tmp_path: Path) -> None:
+    native = _context(tmp_path, None)
+    assert lanes.plan_target(native, "x86_64", "3.12", ["cpu", "cuda"]) == ("x86_64", "3.12", ["cpu", "cuda"])
+    lane = _context(tmp_path, _lane(tmp_path))
+    assert lanes.plan_target(lane, "x86_64", "3.12", ["cpu", "cuda"]) == ("aarch64", "3.11", ["cpu"])
+
+
+def test_cells_of_a_python_the_root_lacks_are_not_run_here_and_say_so(tmp_path: Path) -> None:
+    context = _context(tmp_path, _lane(tmp_path))
+    found = {c["id"]: c["why"] for c in not_run_here(context, {"py3.11-linux-aarch64-cpu"}, "linux", "aarch64",
+                                                      ["cpu"], "3.11")}
+    assert found["py3.12-linux-aarch64-cpu"] == "Python 3.12: the emulated aarch64 root has only Python 3.11"
+    assert found["py3.11-linux-x86_64-cpu"] == ("linux/x86_64 (this run is the emulated aarch64 lane; "
+                                                "without --arch it runs this machine's own)")
+    assert "py3.11-linux-aarch64-cpu" not in found
+    native = _context(tmp_path, None)
+    assert lanes.elsewhere_python(native, "3.12", "3.11") == "Python 3.12 (this is 3.11)"
+
+
+def test_a_lane_skips_coverage_host_imports_and_torchless_kernels_with_the_reason(tmp_path: Path) -> None:
+    context = _context(tmp_path, _lane(tmp_path))
+    assert "no torch" in (lanes.skip_reason(context, "kernels") or "")
+    assert "coverage is measured by the native cells" in (lanes.skip_reason(context, "coverage") or "")
+    assert "cannot load aarch64 code" in (lanes.skip_reason(context, "contracts-runtime-libraries") or "")
+    assert lanes.skip_reason(context, "test") is None and lanes.skip_reason(context, "abi") is None
+    with_torch = _context(tmp_path / "t", _lane(tmp_path / "t", torch=True))
+    assert lanes.skip_reason(with_torch, "kernels") is None
+    native = _context(tmp_path, None)
+    assert all(lanes.skip_reason(native, s) is None for s in ("kernels", "coverage", "probe"))
+
+
+def test_the_isa_floor_comes_from_the_matrix_and_the_lanes_floor_wins(tmp_path: Path) -> None:
+    assert _context(tmp_path, None).settings.abi.isa_floors == {"aarch64": "armv8.0-a", "x86_64": "x86-64-v2"}
+    assert lanes.isa_floor(_context(tmp_path, None), "x86_64") == "x86-64-v2"
+    assert lanes.isa_floor(_context(tmp_path, _lane(tmp_path, "armv8.2-a")), "aarch64") == "armv8.2-a"
+    bare = MATRIX.replace("abi:\n  isa-floors: {aarch64: armv8.0-a, x86_64: x86-64-v2}\n", "")
+    assert lanes.isa_floor(_context(tmp_path, None, bare), "aarch64") is None
+
+
+def test_an_isa_floor_for_an_unknown_arch_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="isa-floors"):
+        _context(tmp_path, None, MATRIX.replace("x86_64: x86-64-v2", "riscv64: rv64gc"))
+
+
+def test_the_lane_runs_the_stage_command_in_the_root_at_the_floor_cpu(tmp_path: Path) -> None:
+    lane = _lane(tmp_path)
+    project = tmp_path / "project"
+    argv = lane.command(["/usr/bin/python3", "-m", "xcompat", "test", "tests"],
+                        env={"PYTHONPATH": "/site", "HOME": "/home/me"}, cwd=project, binds=[tmp_path / "out"])
+    script = argv[-1]
+    assert argv[:2] == ["unshare", "--mount"]
+    assert "QEMU_CPU=cortex-a57" in script
+    assert f"PYTHONPATH=/site:{tmp_path / 'pkg'}" in script  # the wheels, then this xcompat
+    assert "HOME=/home/me" not in script  # the host's own environment stays out
+    assert f"mount --bind {shlex.quote(str(tmp_path / 'out'))}" in script
+    assert "/opt/xcompat-venv/bin/python -m xcompat test tests" in script
+    assert lane.describe() == {"arch": "aarch64", "qemu": "7.2.22", "cpu": "cortex-a57", "floor": "armv8.0-a",
+                               "root": "debian bookworm", "python": "3.11"}
