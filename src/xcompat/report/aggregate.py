@@ -152,11 +152,11 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
             not_run += K.tests_not_run(result)
             sections.failures.extend(found)
         elif result.kind == "kernels":
-            from xcompat.report.kernels_tested import operator_failures, tested_text
+            from xcompat.report.kernels_tested import kernels_tested_text, operator_failures
 
             sections.failures.extend(_kernel_failures(result, required))
             sections.failures.extend(operator_failures(result, required))
-            kernels_tested = tested_text(result)
+            kernels_tested = kernels_tested_text(result)
         elif result.kind == "abi":
             sections.abi_findings.extend(_abi_findings(result))
             sections.abi_results.append(result)

@@ -15,12 +15,26 @@ from xcompat.neutralise import html_text
 from xcompat.report.budget import Section
 from xcompat.report.model import Failure, Report
 from xcompat.results import kinds as K
-from xcompat.results.kernel_operators import CHECK_WORDS, tested_text
+from xcompat.results.kernel_operators import CHECK_WORDS, kernels_tested_text
 from xcompat.results.stage_result import StageResult
 
-__all__ = ["HEADING", "kernels_html", "kernels_lines", "kernels_text_section", "operator_failures", "tested_text"]
+__all__ = ["HEADING", "kernels_html", "kernels_lines", "kernels_text_section", "operator_failures", "kernels_tested_text"]
 
 HEADING = "Kernels: the runner's conformance kernels and the project's own operators, per cell"
+
+
+# The failure's message, which the report's "To fix" line reads first: what the finding means.
+_FIX = {
+    "result": "wrong numbers on {0}: the kernel disagrees with the reference on that input "
+              "(reproduce: xcompat kernels operators, docs/operators.md)",
+    "nan_from_finite": "NaN from finite input on {0}",
+    "determinism": "different outputs for the same input on {0}",
+    "opcheck": "torch.library.opcheck failed: {0}",
+    "mixed_device": "inputs on two devices were accepted, not refused: {0}",
+    "crashed": "the process checking the operators crashed or hung: {0}",
+    "samples": "the samples file .xcompat/operators.py could not be used: {0}",
+    "not_run": "not checked: {0}; once the project builds, its operators are checked",
+}
 
 
 def operator_failures(result: StageResult, required: bool) -> list[Failure]:
@@ -34,9 +48,9 @@ def operator_failures(result: StageResult, required: bool) -> list[Failure]:
             name = f"{finding.operator} on {finding.device}"
         else:
             name = "project operators" + (f" on {finding.device}" if finding.device else "")
-        what = CHECK_WORDS.get(finding.check, finding.check)
         error = f" (largest error {finding.max_error:.3g})" if finding.max_error is not None else ""
-        message = f"{what}: {finding.case}{error}" if finding.case else f"{what}: {finding.detail}"
+        shown = f"{finding.case}{error}" if finding.case else finding.detail
+        message = _FIX.get(finding.check, CHECK_WORDS.get(finding.check, finding.check) + ": {0}").format(shown)
         out.append(Failure(cell_id=result.cell_id, kind=result.kind, name=name, outcome="failed",
                            message=" ".join(message.split())[:500], log_tail=finding.detail[:2000],
                            required=required))

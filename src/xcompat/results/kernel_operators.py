@@ -239,7 +239,7 @@ def runner_text(document: Mapping[str, Any]) -> str:
     return f"runner kernels {cases - failed}/{cases}"
 
 
-def tested_text(result: StageResult) -> str:
+def kernels_tested_text(result: StageResult) -> str:
     """What a kernels result tested, the runner's kernels and the project's operators apart:
     "runner kernels 880/880; project operators 3: 2 passed, 1 failed: ns::op on cpu, non-contiguous, float16"."""
     runner = runner_text(result.data)
