@@ -84,6 +84,7 @@ def run_tests(context: RunContext, argv: Sequence[str], *, env: Mapping[str, str
     lane = context.cfg.lane
     assert lane is not None
     p = context.pipe
+    context.rerun = None  # the native rerun command cannot load the lane's wheel
     binds = [p.stage_dir, context.cfg.project, *(o.parent for o in outputs)]
     if context.site is not None:
         binds.append(context.site)
