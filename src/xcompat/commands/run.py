@@ -13,6 +13,7 @@ override of a matrix setting is refused.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,7 @@ def _with_lane(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     from xcompat.errors import UsageError
     from xcompat.log import get_logger
     from xcompat.pipeline.local import python_tag
+    from xcompat.settings import is_ci
 
     if not args.arch:
         raise UsageError("--floor needs --arch", hint="xcompat run --arch aarch64 --floor armv8.0-a")
@@ -99,6 +101,9 @@ def _with_lane(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     if not is_emulated(row.name):
         raise UsageError(f"--arch {row.name} is this machine's own architecture: run without --arch")
     floors = config.settings.abi.isa_floors if config.settings is not None else {}
+    if args.floor and args.floor != floors.get(row.name) and is_ci(os.environ):
+        raise UsageError("in CI the settings come only from the verified matrix; refusing --floor",
+                         hint=f"set abi.isa-floors: {{{row.name}: {args.floor}}} in the matrix and sign it")
     floor = args.floor or floors.get(row.name)
     row.cpu_model(floor)  # an unknown level: one line naming the levels there are
     from xcompat.emulation.run_lane import open_run_lane

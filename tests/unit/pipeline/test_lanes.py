@@ -90,6 +90,13 @@ def test_a_lane_that_cannot_be_is_refused_in_one_line_before_anything_runs(
         run_command._with_lane(config, _parse(".", *argv))
 
 
+def test_ci_refuses_a_floor_the_signed_matrix_does_not_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    config = _context(tmp_path, None).cfg
+    with pytest.raises(UsageError, match="refusing --floor"):
+        run_command._with_lane(config, _parse(".", "--arch", "aarch64", "--floor", "armv8.2-a"))
+
+
 def test_the_plan_of_a_lane_is_its_arch_its_roots_python_and_the_cpu(tmp_path: Path) -> None:
     native = _context(tmp_path, None)
     assert lanes.plan_target(native, "x86_64", "3.12", ["cpu", "cuda"]) == ("x86_64", "3.12", ["cpu", "cuda"])
