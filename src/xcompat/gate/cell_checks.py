@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcompat.gate.checks import CheckOutcome
+from xcompat.gate.contracts import contract_checks
 from xcompat.gate.results import StageResult
 from xcompat.results.status import severity
 from xcompat.results.verdict import CellVerdict, Verdict
@@ -114,4 +115,5 @@ def check_cells(
     checks = [results_check] if results_check is not None else []
     checks += [_cell_check(cell, require_kinds) for cell in verdict.cells if cell.planned and cell.required]
     checks += _plan_checks(specs, verdict, settings)
+    checks += contract_checks(verdict, settings)
     return checks, verdict

@@ -11,7 +11,21 @@ from __future__ import annotations
 
 from xcompat.errors import UsageError
 from xcompat.pipeline.stage import Stage
-from xcompat.pipeline.stages import abi, baseline, build, coverage, kernels, plan, probe, report, test, verify
+from xcompat.pipeline.stages import (
+    abi,
+    baseline,
+    build,
+    contracts_python_floor,
+    contracts_runtime_libraries,
+    contracts_stubs,
+    coverage,
+    kernels,
+    plan,
+    probe,
+    report,
+    test,
+    verify,
+)
 from xcompat.results.stages import StageKind, register_kind
 
 PIPELINE: dict[str, Stage] = {stage.name: stage for stage in (
@@ -24,6 +38,9 @@ PIPELINE: dict[str, Stage] = {stage.name: stage for stage in (
     test.STAGE,
     abi.STAGE,
     coverage.STAGE,
+    contracts_stubs.STAGE,
+    contracts_runtime_libraries.STAGE,
+    contracts_python_floor.STAGE,
     report.STAGE,
 )}
 _BUILT_IN = frozenset(PIPELINE)

@@ -14,6 +14,7 @@ from typing import Any
 
 from xcompat.report.case_text import case_location, case_tail, log_tail, result_tail
 from xcompat.report.cell_fields import cell_fields, cell_from_id
+from xcompat.report.contracts import contract_entries
 from xcompat.report.emulation import emulation_of
 from xcompat.report.model import (
     AbiFinding,
@@ -187,9 +188,18 @@ def _cell_report(cv: CellVerdict, sections: _Sections) -> CellReport:
     return cell
 
 
-def _run_level(results: Iterable[StageResult], sections: _Sections) -> None:
-    """Results tied to no cell: an ABI diff, merged coverage, and anything else among the others."""
+def _run_level(results: Iterable[StageResult], sections: _Sections, settings: Settings | None = None) -> None:
+    """Results tied to no cell: an ABI diff, merged coverage, and anything else among the others
+    (a contract result, the python floor, is the contracts section's)."""
+    from xcompat.results.contracts import CONTRACTS
+    from xcompat.results.stages import excused
+
     for result in results:
+        if result.kind in CONTRACTS:
+            if excused(result, settings) is None and result.status in ("failed", "crashed", "fallback"):
+                sections.failures.append(Failure(cell_id=None, kind=result.kind, name=result.kind,
+                                                 outcome=result.status, message=result.summary))
+            continue
         if result.kind == "abi":
             sections.abi_findings.extend(_abi_findings(result))
             sections.abi_results.append(result)
@@ -283,7 +293,7 @@ def build_report(
     warnings = list(verdict.warnings)
     sections = _Sections()
     cells = [_cell_report(cv, sections) for cv in verdict.cells]
-    _run_level(verdict.global_results, sections)
+    _run_level(verdict.global_results, sections, settings)
     abi = _abi_section(sections.abi_results, sections.abi_findings)
     coverage = _coverage_section(sections.coverage_results, warnings)
 
@@ -300,7 +310,7 @@ def build_report(
         title=title, conclusion=conclusion, headline=_headline(conclusion, cells, abi, coverage, elsewhere),
         cells=tuple(cells), failures=tuple(failures), problems=tuple(verdict.problems), warnings=tuple(warnings),
         abi=abi, coverage=coverage, other=tuple(sections.other), notes=tuple(notes_list), artifact_url=artifact_url,
-        not_run_here=elsewhere,
+        not_run_here=elsewhere, contracts=contract_entries(verdict, settings),
     )
 
 

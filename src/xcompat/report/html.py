@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from xcompat.neutralise import html_text as escape
 from xcompat.report import display
+from xcompat.report.contracts import html_lines as contract_html
 from xcompat.report.display import pct
 from xcompat.report.kernels_tested import kernels_html
 from xcompat.report.markdown.failures import shown_failures
@@ -334,6 +335,7 @@ def render_html(report: Report) -> str:
     out += _failures(report)
     out += _abi(report)
     out += _coverage(report)
+    out += contract_html(report.contracts)
     out += _all_cells(report)
     if report.other or other_warnings(report) or report.notes:
         out.append("<h2>Other</h2><ul>")

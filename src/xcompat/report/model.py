@@ -188,6 +188,24 @@ class CoverageSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ContractEntry:
+    """One contract result (stubs, runtime libraries, python floor) as the report shows it:
+    per cell, or once for the project (``cell_id`` None); ``counted`` False when its matrix key
+    (``report``) or the baseline excuses it (``excused`` says why)."""
+
+    kind: str
+    label: str
+    cell_id: str | None
+    status: str
+    mode: str  # report | gate
+    counted: bool
+    excused: str
+    summary: str
+    findings: tuple[tuple[str, str], ...] = ()  # (code, message)
+    changes: tuple[str, ...] = ()  # the runtime libraries' differences from the baseline's import
+
+
+@dataclass(frozen=True, kw_only=True)
 class ElsewhereCell:
     """A cell of the matrix that a local run could not run on its machine (another Python,
     platform, architecture or device), and why: the run makes no claim about it."""
@@ -216,6 +234,8 @@ class Report:
     # the shell command (in the project's folder) that reruns one test, "{test}" standing for
     # its node id; set by the run that installed the wheel it names
     rerun: str | None = None
+    # the contract stages' results (stubs, runtime libraries per cell; python floor once)
+    contracts: tuple[ContractEntry, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {status: 0 for status in CELL_STATUSES}
@@ -278,6 +298,9 @@ class Report:
             "artifact_url": self.artifact_url,
             "not_run_here": [asdict(c) for c in self.not_run_here],
             "rerun": self.rerun,
+            "contracts": [{**asdict(c), "findings": [{"code": code, "message": message}
+                                                     for code, message in c.findings],
+                           "changes": list(c.changes)} for c in self.contracts],
         }
         if self.abi is not None:
             doc["abi"] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from xcompat.report import display
 from xcompat.report.budget import Section
+from xcompat.report.contracts import text_sections as contract_text_sections
 from xcompat.report.markdown.failures import shown_failures
 from xcompat.report.model import STATUS_ASCII, CellReport, Report
 from xcompat.report.tails import user_frames_first
@@ -156,4 +157,4 @@ def _other(report: Report) -> list[Section]:
 
 def text_sections(report: Report) -> list[Section]:
     return [_header(report), *_grid_and_cells(report), *_failures(report), *_abi(report), *_coverage(report),
-            *_other(report)]
+            *contract_text_sections(report), *_other(report)]

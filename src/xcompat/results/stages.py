@@ -18,7 +18,9 @@ in ``STAGES``, a dict by name in display order (the order a grid cell names its 
 * ``quiet``: a grid cell names it only when it did not pass; ``label``: its name there;
 * ``schemas``: the schemas of its documents (``schemas/<name>.schema.json``);
 * ``checks``: the readers of its own fields (``xcompat.results.kinds``), all run when a
-  result is loaded, so a field of the wrong type is refused there.
+  result is loaded, so a field of the wrong type is refused there;
+* ``excused``: why a result that did not pass is not counted under the settings (a matrix key
+  in ``report`` mode: the contract kinds, ``xcompat.results.contracts``); None: it counts.
 
 A result of a kind not in the table is read and judged by its envelope alone (a failed one is
 red) and listed by the report among the other results.
@@ -30,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from xcompat.results import contracts as C
 from xcompat.results import kinds as K
 from xcompat.results.kernel_operators import gating_failed
 from xcompat.results.stage_result import StageResult
@@ -62,6 +65,7 @@ class StageKind:
     demanded: Literal["settings", "run"] | None = None
     quiet: bool = False
     label: str = ""
+    excused: Callable[[StageResult, Settings | None], str | None] | None = None
 
     @property
     def shown_as(self) -> str:
@@ -173,6 +177,9 @@ STAGES: dict[str, StageKind] = {kind.name: kind for kind in (
     StageKind(name="coverage", result_file="coverage/coverage.json", per_cell=True,
               schemas=("coverage", "coverage-cell"), checks=(_coverage_fields,),
               requirement=coverage_requirement, quiet=True),
+    *(StageKind(name=c.kind, result_file=c.result_file, per_cell=c is not C.FLOOR, schemas=(c.kind,),
+                checks=(C.check_contract,), quiet=True, label=c.label, excused=C.not_counted)
+      for c in C.CONTRACTS.values()),
 )}
 
 
@@ -228,6 +235,13 @@ def check_fields(result: StageResult) -> None:
     kind = STAGES.get(result.kind)
     for read in kind.checks if kind is not None else ():
         read(result)
+
+
+def excused(result: StageResult, settings: Settings | None) -> str | None:
+    """Why ``result`` does not count under ``settings`` though it did not pass (its kind's
+    ``excused``); None: it counts as its status says."""
+    kind = STAGES.get(result.kind)
+    return kind.excused(result, settings) if kind is not None and kind.excused is not None else None
 
 
 def status_of_items(kind: str, document: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -16,6 +16,8 @@
   kind's ``demanded``);
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
   a fallback, and a skipped coverage result too when coverage is required;
+* a result whose kind has a matrix key that excuses it (``excused``: the contract kinds in
+  ``report`` mode) is shown but not counted, in a cell or not;
 * a result that names another cell, or no cell (a run-level ABI diff or merged coverage),
   but lies in a cell's folder (``<cell>/`` or a CI artifact ``xcompat-results-<cell>-<stage>/``)
   is not counted and makes the verdict red: a cell's job, which runs the project's code, may
@@ -35,7 +37,7 @@ from typing import Any, Literal
 from xcompat.results.envelope import StageResult
 from xcompat.results.kinds import expand_build
 from xcompat.results.required import is_required
-from xcompat.results.stages import STAGES, StageRequirement, demanded_kinds
+from xcompat.results.stages import STAGES, StageRequirement, demanded_kinds, excused
 from xcompat.results.stages import requirements as stage_requirements
 from xcompat.results.status import CellStatus, severity, worst
 from xcompat.settings import ProjectFacts, Settings
@@ -112,9 +114,11 @@ def owning_cell(source: str, cell_ids: Collection[str]) -> str | None:
     return None
 
 
-def _judge_stage(result: StageResult, requirements: Mapping[str, StageRequirement]) -> StageJudgement:
+def _judge_stage(result: StageResult, requirements: Mapping[str, StageRequirement],
+                 settings: Settings | None = None) -> StageJudgement:
     if result.status != "skipped":
-        return StageJudgement(result=result, counted=True)
+        why = excused(result, settings)
+        return StageJudgement(result=result, counted=why is None, reason=why or "")
     kind = STAGES.get(result.kind)
     if kind is not None and kind.requirement is None:
         return StageJudgement(result=result, counted=False, reason=f"{result.kind} is informational")
@@ -176,8 +180,9 @@ def _cell_specs(plan_cells: Sequence[Mapping[str, Any]] | None, by_cell: Mapping
 
 
 def _judge_cell(cid: str, spec: Mapping[str, Any], planned: bool, items: Sequence[StageResult], *,
-                required: bool, requirements: Mapping[str, StageRequirement], needed: Sequence[str]) -> CellVerdict:
-    stages = tuple(_judge_stage(r, requirements) for r in items)
+                required: bool, requirements: Mapping[str, StageRequirement], needed: Sequence[str],
+                settings: Settings | None = None) -> CellVerdict:
+    stages = tuple(_judge_stage(r, requirements, settings) for r in items)
     counted = [s.result for s in stages if s.counted]
     reason = ""
     if not items:
@@ -237,14 +242,14 @@ def judge(
     cells: list[CellVerdict] = []
     for cid, (spec, planned) in specs.items():
         cell = _judge_cell(cid, spec, planned, placed.by_cell.get(cid, []), required=is_required(spec, settings),
-                           requirements=requirements, needed=needed)
+                           requirements=requirements, needed=needed, settings=settings)
         cells.append(cell)
         if cell.status != "passed":
             text = f"{cid}: {cell.status}" + (f" ({cell.reason})" if cell.reason else "")
             (problems if cell.required else warnings).append(text if cell.required else f"optional cell {text}")
 
     for result in placed.global_results:
-        if _red_alone(result, requirements):
+        if _red_alone(result, requirements) and excused(result, settings) is None:
             problems.append(f"{result.kind}: {result.status}" + (f" ({result.summary})" if result.summary else ""))
 
     for refusal in placed.refused:

@@ -17,10 +17,17 @@ from pathlib import Path
 from xcompat.log import get_logger
 from xcompat.pipeline.ci import abi, build, coverage, gate, plan, report, test
 from xcompat.pipeline.ci.commands import run, xcompat
+from xcompat.pipeline.ci.contracts_python_floor import STAGE as CONTRACTS_PYTHON_FLOOR
+from xcompat.pipeline.ci.contracts_runtime_libraries import STAGE as CONTRACTS_RUNTIME_LIBRARIES
+from xcompat.pipeline.ci.contracts_stubs import STAGE as CONTRACTS_STUBS
 from xcompat.pipeline.ci.step import CiInputs, CiStage, CiStep, StageRefused
 
 CI_STAGES: dict[str, CiStage] = {stage.name: stage for stage in (
     plan.STAGE, build.STAGE, test.STAGE, abi.STAGE, coverage.STAGE, report.STAGE, gate.STAGE)}
+
+# The contract stages (docs/contracts.md): the cell's stubs and runtime libraries, the project's
+# python floor; their tools (mypy, vermin) are the `contracts` extra.
+CI_STAGES.update({stage.name: stage for stage in (CONTRACTS_STUBS, CONTRACTS_RUNTIME_LIBRARIES, CONTRACTS_PYTHON_FLOOR)})
 
 
 def run_stage(name: str, inputs: CiInputs, env: Mapping[str, str] | None = None) -> int:

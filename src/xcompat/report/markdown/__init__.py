@@ -20,6 +20,7 @@ from xcompat.report.budget import Section
 from xcompat.report.markdown.abi import abi_section
 from xcompat.report.markdown.blocks import code, fenced, inline
 from xcompat.report.markdown.cells import cells_section
+from xcompat.report.markdown.contracts import contracts_section
 from xcompat.report.markdown.coverage import coverage_section
 from xcompat.report.markdown.failures import failures_section
 from xcompat.report.markdown.kernels import kernels_section
@@ -39,6 +40,7 @@ def sections(report: Report, *, marker: str = "", include: Sequence[str] | None 
         failures_section(report),
         abi_section(report),
         coverage_section(report),
+        contracts_section(report),
         cells_section(report),
         other_section(report),
     ]

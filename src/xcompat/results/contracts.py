@@ -1,0 +1,94 @@
+"""The contract stage kinds (stubs, runtime libraries, python floor) and how a matrix key judges them.
+
+Each kind has a key of the matrix's ``contracts`` section: ``report`` (the default) shows its
+findings and never makes anything red, so a failed or errored contract result is not counted;
+``gate`` counts it as any other stage, except that a result whose findings are all known
+(``new_findings`` is 0: the baseline's import maps the same) is not counted either. The
+python-floor result belongs to no cell: under ``gate`` it makes the run red, under ``report``
+it does not, whatever the default rule for results without a cell says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from xcompat.results.fields import field_int, field_list, field_obj, field_str
+from xcompat.results.stage_result import StageResult
+
+if TYPE_CHECKING:
+    from xcompat.settings import Settings
+
+
+@dataclass(frozen=True)
+class ContractKind:
+    kind: str  # the result kind (and stage name)
+    key: str  # the matrix key that judges it
+    label: str  # its name in the report
+    result_file: str  # where a run writes it
+
+
+STUBS = ContractKind("contracts-stubs", "contracts.stubs", "stubs", "contracts/stubs.json")
+LIBRARIES = ContractKind("contracts-runtime-libraries", "contracts.runtime-libraries", "runtime libraries",
+                         "contracts/runtime-libraries.json")
+FLOOR = ContractKind("contracts-python-floor", "contracts.python-floor", "python floor",
+                     "contracts/python-floor.json")
+CONTRACTS: Mapping[str, ContractKind] = {c.kind: c for c in (STUBS, LIBRARIES, FLOOR)}
+
+
+def mode(kind: str, settings: Settings | None) -> str:
+    """``report`` or ``gate``: the matrix key of ``kind`` (no settings known: ``report``)."""
+    if settings is None:
+        return "report"
+    value = settings.value(CONTRACTS[kind].key)
+    return value if value in ("report", "gate") else "report"
+
+
+def new_findings(document: Mapping[str, Any]) -> int:
+    """How many of the findings are new: ``new_findings`` when the stage compared them with a
+    baseline, else every finding."""
+    new = document.get("new_findings")
+    if isinstance(new, int) and not isinstance(new, bool) and new >= 0:
+        return new
+    findings = document.get("findings")
+    return len(findings) if isinstance(findings, list) else 0
+
+
+def not_counted(result: StageResult, settings: Settings | None) -> str | None:
+    """Why ``result`` does not count against its cell (or the run) under its matrix key; None: it counts."""
+    if result.status == "passed":
+        return None
+    contract = CONTRACTS[result.kind]
+    if mode(result.kind, settings) == "report":
+        return f"{contract.key}: report (findings are shown, never red)"
+    if result.status == "failed" and isinstance(result.data.get("findings"), list) and not new_findings(result.data):
+        return f"{contract.key}: gate, and no finding is new against the baseline"
+    return None
+
+
+def contract_findings(result: StageResult) -> list[tuple[str, str]]:
+    """``(code, message)`` of each finding; a findings field of the wrong type is an ``InputError``."""
+    found = []
+    for i, item in enumerate(field_list(result, result.data, "findings", "$")):
+        entry = field_obj(result, item, f"$.findings[{i}]")
+        found.append((field_str(result, entry, "code", f"$.findings[{i}]"),
+                      field_str(result, entry, "message", f"$.findings[{i}]")))
+    field_int(result, result.data, "new_findings", "$")
+    return found
+
+
+def contract_changes(result: StageResult) -> list[str]:
+    """The runtime libraries' differences from the baseline's import, one line each."""
+    lines = []
+    for i, item in enumerate(field_list(result, result.data, "changes", "$")):
+        entry = field_obj(result, item, f"$.changes[{i}]")
+        change = field_str(result, entry, "change", f"$.changes[{i}]")
+        library = field_str(result, entry, "library", f"$.changes[{i}]")
+        lines.append(f"{change} against the baseline: {library}")
+    return lines
+
+
+def check_contract(result: StageResult) -> None:
+    contract_findings(result)
+    contract_changes(result)
