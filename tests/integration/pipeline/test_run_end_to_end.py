@@ -40,7 +40,7 @@ def test_run_writes_all_reports_and_a_valid_summary(demo_run):
     status = {s["name"]: s["status"] for s in run["stages"]}
     assert status == {
         "verify": "passed", "plan": "passed", "build": "passed", "baseline": "passed", "probe": "passed",
-        "kernels": "passed", "test": "passed", "abi": "failed", "coverage": "passed", "report": "passed",
+        "kernels": "failed", "test": "passed", "abi": "failed", "coverage": "passed", "report": "passed",
     }, run["stages"]
     assert run["cell_id"] and run["cell_id"].startswith("py3.")
 
@@ -59,6 +59,21 @@ def test_report_names_the_abi_break_and_the_cell(demo_run):
     html = (out / "report.html").read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "<script" not in html.lower()
     assert run_cell(out) in html
+
+
+def test_report_names_the_planted_operator_bug_apart_from_the_runner_kernels(demo_run):
+    # 1.1's CPU kernel ignores strides: the runner's kernels pass, the project's operator fails
+    # on the derived non-contiguous case, and the report says which is which.
+    _, out = demo_run
+    kernels = json.loads((out / "kernels.json").read_text())
+    validate("kernels", kernels)
+    assert kernels["counts"]["failed_cases"] == 0 and kernels["operators"]["status"] == "failed"
+    case = "sample_ext::scaled_add on cpu, non-contiguous, float32 (sample 1)"
+    report = json.loads((out / "report.json").read_text())
+    (cell,) = [c for c in report["cells"] if c["id"] == run_cell(out)]
+    assert cell["kernels_tested"].startswith("runner kernels ")
+    assert cell["kernels_tested"].endswith(f"; project operators 1: 0 passed, 1 failed: {case}")
+    assert case in (out / "report.md").read_text().replace("\\_", "_")
 
 
 def run_cell(out):
