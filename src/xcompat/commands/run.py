@@ -110,5 +110,7 @@ def _with_lane(config: RunConfig, args: argparse.Namespace) -> RunConfig:
 
     get_logger().info(f"opening the {row.name} lane (a Debian root under QEMU; the first run makes it: minutes)")
     lane = open_run_lane(row.name, floor=floor, python=python_tag().rstrip("t"))
-    # coverage is measured by the native cells: an emulated lane's instrumented build is not run
-    return replace(config, lane=lane, coverage=False)
+    from xcompat.pipeline.lanes import lane_settings
+
+    settings = lane_settings(config.settings) if config.settings is not None else None
+    return replace(config, lane=lane, coverage=False, settings=settings)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from xcompat import jsonio
 from xcompat.errors import InputError
 from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.local import StageResult, load_json
+from xcompat.settings import Settings
 
 ISA_RESULT = "isa.json"
 # Stages that load the wheel's compiled code (or describe this machine) in a host process.
@@ -29,6 +31,12 @@ IMPORTS_ON_HOST = {
     "contracts-runtime-libraries": "it imports the wheel",
     "contracts-stubs": "stubtest imports the wheel's modules",
 }
+
+
+def lane_settings(settings: Settings) -> Settings:
+    """The settings of a lane's run: coverage is measured by the native cells, so a lane neither
+    runs it nor is judged by its thresholds (else every lane of a project that sets them is red)."""
+    return replace(settings, coverage=replace(settings.coverage, overall=None, diff=None))
 
 
 def plan_target(context: RunContext, arch: str, python: str, backends: list[str]) -> tuple[str, str, list[str]]:

@@ -128,6 +128,16 @@ def test_a_lane_skips_coverage_host_imports_and_torchless_kernels_with_the_reaso
     assert all(lanes.skip_reason(native, s) is None for s in ("kernels", "coverage", "probe"))
 
 
+def test_a_lane_is_not_judged_by_coverage_thresholds_it_cannot_meet(tmp_path: Path) -> None:
+    from xcompat.results.required import coverage_requirement
+
+    settings = _context(tmp_path, None, MATRIX + "coverage:\n  overall: 60\n  diff: 70\n").settings
+    assert coverage_requirement(settings).required
+    on_lane = lanes.lane_settings(settings)
+    assert not coverage_requirement(on_lane).required
+    assert (on_lane.tests, on_lane.abi) == (settings.tests, settings.abi)
+
+
 def test_the_isa_floor_comes_from_the_matrix_and_the_lanes_floor_wins(tmp_path: Path) -> None:
     assert _context(tmp_path, None).settings.abi.isa_floors == {"aarch64": "armv8.0-a", "x86_64": "x86-64-v2"}
     assert lanes.isa_floor(_context(tmp_path, None), "x86_64") == "x86-64-v2"
