@@ -140,14 +140,27 @@ def isa_floor(context: RunContext, arch: str) -> str | None:
 def isa_scan(context: RunContext) -> StageResult | None:
     """``xcompat abi isa`` of the run's wheels against the floor of the cell's arch, into isa.json
     (None: no floor set for that arch, or no wheel). The scan reads the machine code natively."""
+    from xcompat.isa.levels import all_levels
     from xcompat.model import runner_arch
 
     lane = context.cfg.lane
-    floor = isa_floor(context, lane.name if lane is not None else runner_arch())
+    arch = lane.name if lane is not None else runner_arch()
+    floor = isa_floor(context, arch)
     if floor is None or not context.wheels:
         return None
     p = context.pipe
     out = p.path(ISA_RESULT)
+    levels = all_levels().get(arch)
+    if levels is None:  # the run at the floor's CPU model is the lane's only floor check
+        return StageResult(name="isa", status="skipped",
+                           detail=f"no machine-code scan of {arch} code (the scan reads {', '.join(all_levels())})")
+    if floor not in levels.levels:  # a typo in the matrix must not read as a clean scan
+        jsonio.write_json(out, {
+            "version": 1, "kind": "isa", "cell_id": context.cell_id, "status": "failed", "arch": arch,
+            "floor": floor, "objects": [],
+            "summary": f"abi.isa-floors names {floor} for {arch}, which is not one of its levels: "
+                       f"{', '.join(levels.levels)}; fix the matrix"}, schema="isa")
+        return StageResult(name="isa", status="failed", detail=f"unknown ISA level {floor} for {arch}")
     argv: list[str | os.PathLike[str]] = ["abi", "isa", *context.wheels, "--floor", floor, "--json", out]
     if context.cell_id:
         argv += ["--cell-id", context.cell_id]

@@ -146,6 +146,27 @@ def test_the_isa_floor_comes_from_the_matrix_and_the_lanes_floor_wins(tmp_path: 
     assert lanes.isa_floor(_context(tmp_path, None, bare), "aarch64") is None
 
 
+def test_a_floor_the_scan_cannot_check_is_said_and_an_unknown_level_is_red(tmp_path: Path) -> None:
+    import json
+
+    wheel = tmp_path / "w-1.0-cp311-cp311-linux_s390x.whl"
+    wheel.write_bytes(b"")
+    s390x = RunLane(lane=Lane(arch=arch("s390x"), root=tmp_path, emulator=Emulator("s390x", "/x", "/q", "7.2"),
+                              cpu="qemu", floor="z13", python="3.11", suite="bookworm"), package=tmp_path)
+    context = _context(tmp_path, s390x)
+    context.wheels = [wheel]
+    skipped = lanes.isa_scan(context)
+    assert skipped is not None and skipped.status == "skipped" and "no machine-code scan of s390x" in skipped.detail
+    (tmp_path / "t").mkdir()
+    typo = _context(tmp_path / "t", None, MATRIX.replace("x86-64-v2", "x86-64-v9").replace("armv8.0-a", "armv9-z"))
+    typo.pipe.stage_dir.mkdir(parents=True)
+    typo.wheels = [wheel]
+    found = lanes.isa_scan(typo)  # the host's arch (x86_64 or aarch64): its floor is a typo
+    assert found is not None and found.status == "failed"
+    document = json.loads((typo.pipe.stage_dir / lanes.ISA_RESULT).read_text(encoding="utf-8"))
+    assert document["status"] == "failed" and "which is not one of its levels" in document["summary"]
+
+
 def test_an_isa_floor_for_an_unknown_arch_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="isa-floors"):
         _context(tmp_path, None, MATRIX.replace("x86_64: x86-64-v2", "riscv64: rv64gc"))
