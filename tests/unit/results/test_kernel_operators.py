@@ -97,6 +97,8 @@ def test_what_the_stage_tested_keeps_the_runner_and_the_project_apart() -> None:
                                    "ns::scale on cpu, non-contiguous, float16")
     old = parse_envelope(kernels_doc("passed", None), "kernels.json")
     assert kernels_tested_text(old) == "runner kernels 5/5; project operators not checked"
+    skipped = {"version": 1, "kind": "kernels", "cell_id": "c1", "status": "skipped", "summary": "not required"}
+    assert kernels_tested_text(parse_envelope(skipped, "stages/kernels.json")) == ""
     read = read_section(result)
     assert read is not None and [f.operator for f in read.gating] == ["ns::scale"]
 
