@@ -1,7 +1,9 @@
 """``xcompat stage NAME``: one stage of a CI pipeline, as the GitHub action and the GitLab template run it.
 
-Each job of a CI pipeline runs one stage: ``plan`` (the verified matrix expanded into jobs),
-``build`` and ``test`` per cell, then ``abi``, ``coverage``, ``report`` and ``gate``. The options
+Each job of a CI pipeline runs stages: ``plan`` (the verified matrix expanded into jobs),
+``build`` per cell, then on the cell's runner and Python ``probe``, ``kernels``, ``test``,
+``abi`` (against the matrix's baseline) and ``coverage``, then the merged ``coverage``,
+``report`` and ``gate`` over every cell (``xcompat stage --help`` lists them, in order). The options
 are the action's inputs by the same names; ``--arg`` passes one extra argument to the stage's
 command (repeatable, no shell parsing). In a GitHub Actions job the stage's outputs
 (``result``, ``conclusion``, ``exit-code``; the plan's ``matrix``, ``cells``, ``plan``,
@@ -49,6 +51,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     for flag, text in (("--abi-old", "abi: baseline wheel, wheel folder or ABI snapshot"),
                        ("--abi-new", "abi: new wheel or wheel folder"),
                        ("--report-from", "report: a report bundle a read-only run uploaded, posted as it is"),
+                       ("--verification-failed", "report: why this head's matrix signature did not verify: the "
+                        "report is red and says so, whatever results there are"),
                        ("--abi-diff", "gate: ABI diff JSON whose required bump must fit the version bump"),
                        ("--coverage-file", "gate: merged coverage JSON whose thresholds must hold"),
                        ("--dist", "gate: folder of the wheels about to be published"),
@@ -70,6 +74,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     trust.add_argument("--trust-ref", default="", metavar="REF", help="protected ref the trust list comes from")
     trust.add_argument("--repository", default="", metavar="OWNER/NAME",
                        help="repository the matrix must be bound to")
+    parser.add_argument("--print-extras", action="store_true",
+                        help="print the xcompat extras the stage installs by default (the action's `extras`) and exit")
     parser.add_argument("--arg", action="append", default=[], dest="args", metavar="ARG",
                         help="one extra argument for the stage's command (repeatable; --arg=--flag)")
 
@@ -78,7 +84,10 @@ def execute(args: argparse.Namespace) -> int:
     from dataclasses import fields
 
     from xcompat.pipeline.ci.step import CiInputs
-    from xcompat.pipeline.ci.table import run_stage
+    from xcompat.pipeline.ci.table import EXTRAS, run_stage
 
+    if args.print_extras:
+        print(EXTRAS.get(args.name, ""))
+        return 0
     given = {f.name: getattr(args, f.name) for f in fields(CiInputs) if f.name != "args"}
     return run_stage(args.name, CiInputs(**given, args=tuple(args.args)))

@@ -76,6 +76,12 @@ def run_pipeline(config: RunConfig, *, isolation: str = "auto", stages: list[str
         "stages": [r.to_dict() for r in results],
     })
     _print_summary(log, out, results, context, elapsed)
+    if stages is not None and "report" not in stages:
+        # only the named stages ran (a CI job's one stage): there is no verdict, only their outcome
+        failed = [r.name for r in results if r.status not in ("passed", "skipped")]
+        if failed:
+            log.error(f"stage(s) not passed: {', '.join(failed)}")
+        return 1 if failed else 0
     return exit_code(results, context.report, log)
 
 

@@ -315,7 +315,10 @@ def test_real_install_path_builds_the_actions_own_venv(tmp_path: Path) -> None:
         pytest.skip("PyPI is not reachable from here: " + setup.stderr.strip().splitlines()[-1])
     assert setup.outcome == "success", run.log
     venv_python = Path(setup.outputs["python"])
-    assert venv_python.name == "python" and venv_python.parent.parent.name == f"xcompat-venv-{__import__('xcompat').__version__}"
+    # one venv per xcompat version and interpreter: a runner serves cells of several Pythons
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert venv_python.name == "python" and venv_python.parent.parent.name == \
+        f"xcompat-venv-{__import__('xcompat').__version__}-py{here}"
     assert str(venv_python) != sys.executable
     assert run.outputs["xcompat-version"] == __import__("xcompat").__version__
     # the venv's xcompat really ran the stage (and refused: no plan here)

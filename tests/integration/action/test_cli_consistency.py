@@ -52,7 +52,9 @@ STAGES = [
     ("abi", {"abi-old": "old.whl", "abi-new": "new"}, {"abi diff"}),
     ("abi", {"abi-old": "old.whl", "abi-new": "new", "matrix-sha256": "0" * 64}, {"matrix settings", "abi diff"}),
     ("coverage", {"matrix-sha256": "0" * 64}, {"matrix settings", "coverage merge"}),
-    ("coverage", {"cell": "c1"}, {"coverage collect"}),
+    ("coverage", {"cell": "c1"}, {"run"}),  # the run's own coverage stage, for the cell
+    ("probe", {"cell": "c1"}, {"probe"}),
+    ("report", {"verification-failed": "the signature does not match"}, {"report"}),
     ("coverage", {}, {"coverage merge"}),
     ("report", {}, {"report"}),
     ("report", {"report-from": "bundle"}, {"report"}),

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -140,7 +141,12 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     venv_line = 'XCOMPAT_VENV="${TMPDIR:-/tmp}/xcompat-$CI_JOB_ID" && python3 -I -m venv "$XCOMPAT_VENV"'
     for name, job in [("xcompat:plan", plan_job), *((n, j) for n, j in child.items() if n.startswith("xcompat:"))]:
         assert job["after_script"] == drop, name
-        assert job["script"][0] == venv_line, name
+        if name in ("xcompat:build", "xcompat:test"):
+            # a cell's jobs make their venv with the cell's Python, or say the runner has none
+            assert job["script"][0].startswith('XCOMPAT_PY=$(command -v "python$XCOMPAT_PYTHON") || '), name
+            assert job["script"][1] == venv_line.replace("python3 -I", '"$XCOMPAT_PY" -I'), name
+        else:
+            assert job["script"][0] == venv_line, name
 
     # The child pipeline: the trigger job's variables reach it, plus the cell's matrix variables.
     venv = tmp_path / "venv"  # the job's venv: its bin/ holds the recorders (git stands in for the fetch)
@@ -156,20 +162,38 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     trigger_vars = {k: str(v) for k, v in jobs["xcompat:cells"]["variables"].items()}
     trigger_vars["PARENT_PIPELINE_ID"] = "41"
     tagged = gitlab_env(root, CI_COMMIT_TAG="v0.2.0", XCOMPAT_ARGV_LOG=str(log), XCOMPAT_PIP_LOG=str(pip_log))
-    tagged.update({**trigger_vars, **cells[0], "XCOMPAT_ABI_BASELINE": "baseline.json.gz"})
+    # a cell of this interpreter's Python: its jobs refuse to run on another
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    cell = next(c for c in cells if c["XCOMPAT_PYTHON"] == here)
+    tagged.update({**trigger_vars, **cell, "XCOMPAT_ABI_BASELINE": "baseline.json.gz"})
+    tagged["PATH"] = f"{Path(sys.executable).parent}:{tagged['PATH']}"  # python3.X of the cell
     tagged["PATH"] = f"{recorder_dir}:{tagged['PATH']}"
     tagged["XCOMPAT_VENV"] = str(venv)  # set by the install line the test leaves out
+    # what the build job leaves for the cell (its build is recorded here, not run): a wheel of its Python
+    tag = f"cp{here.replace('.', '')}"
+    wheel = root / ".xcompat-out" / "wheelhouse" / cell["XCOMPAT_CELL"] / f"sample_ext-0.1.0-{tag}-{tag}-linux_x86_64.whl"
+    wheel.parent.mkdir(parents=True)
+    with zipfile.ZipFile(wheel, "w") as zf:
+        info = "sample_ext-0.1.0.dist-info"
+        zf.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: sample-ext\nVersion: 0.1.0\n")
+        zf.writestr(f"{info}/WHEEL", f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}-{tag}-linux_x86_64\n")
+        zf.writestr("sample_ext/__init__.py", "")
+        zf.writestr(f"{info}/RECORD", "")
     for name in ("xcompat:build", "xcompat:test", "xcompat:report", "xcompat:gate"):
         proc = run_job(without_install(child[name]["script"]), cwd=root, env=tagged)
         assert proc.returncode == 0, f"{name}: {proc.stdout}{proc.stderr}"
-    frameworks = cells[0]["XCOMPAT_FRAMEWORKS"].split()
-    # The build job builds against the cell's frameworks, the test job runs with them.
+    frameworks = cell["XCOMPAT_FRAMEWORKS"].split()
+    # The build job builds against the cell's frameworks; the test job's stages run with them, and
+    # those that import the project (kernels, test, runtime libraries) with the cell's wheel.
     wanted = ["install", "--disable-pip-version-check", "--no-input", "--quiet", *(f"{f}.*" for f in frameworks)]
-    assert pip_log.read_text().splitlines() == [" ".join(wanted)] * 2
+    with_wheel = [*wanted[:4], str(wheel.relative_to(root)), *wanted[4:]]
+    assert pip_log.read_text().splitlines() == [" ".join(line) for line in (
+        wanted, wanted, with_wheel, with_wheel, wanted, wanted, with_wheel)]
     # Only the extras each job needs: no torch (nor build tools) in plan, report and gate.
     extras = {name: installed_extras(child[name]["script"]) for name in child if name.startswith("xcompat:")}
-    assert extras == {"xcompat:build": "build", "xcompat:test": "$XCOMPAT_TEST_EXTRAS",
-                      "xcompat:report": "",
+    assert extras == {"xcompat:build": "build",
+                      "xcompat:test": "runner,abi,build,coverage,contracts${XCOMPAT_TEST_EXTRAS:+,$XCOMPAT_TEST_EXTRAS}",
+                      "xcompat:report": "coverage,contracts",
                       # the ABI diff's Python-API part, on tag pipelines with an abi-baseline only
                       "xcompat:gate": "${CI_COMMIT_TAG:+${XCOMPAT_ABI_BASELINE:+abi}}"}
     assert installed_extras(plan_job["script"]) == ""
@@ -177,24 +201,31 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     refused = [c["argv"] for c in calls if not c["ok"]]
     assert refused == [], f"the CLI refuses: {refused}"
-    commands = [c["argv"][0] if c["argv"][0] not in ("abi", "matrix") else " ".join(c["argv"][:2]) for c in calls]
-    # Each job runs its stage (`xcompat stage NAME`), which runs the stage's commands.
-    assert [c["argv"][1] for c in calls if c["argv"][0] == "stage"] == ["build", "test", "report", "abi", "gate"]
+    commands = [c["argv"][0] if c["argv"][0] not in ("abi", "matrix", "contracts", "kernels", "coverage")
+                else " ".join(c["argv"][:2]) for c in calls]
+    # Each job runs its stages (`xcompat stage NAME`), which run the stages' commands: the cell's
+    # every stage in the test job, in the order `xcompat run` runs them.
+    assert [c["argv"][1] for c in calls if c["argv"][0] == "stage"] == [
+        "build", "probe", "kernels", "test", "abi", "coverage", "contracts-stubs", "contracts-runtime-libraries",
+        "contracts-python-floor", "coverage", "report", "abi", "gate"]
     calls = [c for c in calls if c["argv"][0] != "stage"]
     commands = [c for c in commands if c != "stage"]
-    assert commands == ["matrix settings", "build", "matrix settings", "test", "report", "matrix settings",
-                        "abi diff", "gate"]
+    # (no release tag in this history: the cell's abi stage says so and runs no diff)
+    assert commands == ["matrix settings", "build", "probe", "matrix settings", "kernels run", "matrix settings",
+                        "test", "matrix settings", "matrix settings", "run", "matrix settings", "contracts stubs",
+                        "matrix settings", "contracts libraries", "matrix settings", "contracts python-floor",
+                        "matrix settings", "coverage merge", "report", "matrix settings", "abi diff", "gate"]
     # The build job builds from the verified matrix bytes the plan artifact carries, not the checkout's file.
     build = calls[1]["argv"]
     assert Path(build[build.index("--matrix") + 1]) == out / "matrix.yml"
     # The build and test jobs take the plan only if it is the one the verified bytes yield, checked
     # against the hash the plan job verified (written into the child pipeline), and the test job
     # runs that plan's tests settings (not the checkout's matrix).
-    for settings in (calls[0]["argv"], calls[2]["argv"]):
+    for settings in (calls[0]["argv"], calls[commands.index("test") - 1]["argv"]):
         assert Path(settings[settings.index("--plan") + 1]) == out / "plan.json"
         assert Path(settings[settings.index("--matrix") + 1]) == out / "matrix.yml"
         assert settings[settings.index("--expect-sha256") + 1] == verify["sha256"]
-    test_argv = calls[3]["argv"]
+    test_argv = calls[commands.index("test")]["argv"]
     signed = plan["settings"]["tests"] if "settings" in plan else None
     assert "--timeout" in test_argv and "--isolate" in test_argv, test_argv
     if signed is not None:

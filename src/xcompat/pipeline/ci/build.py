@@ -35,7 +35,23 @@ class BuildStage:
                 inputs.cell_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(result, inputs.cell_dir / "build.json")
 
-        return CiStep(argv=argv, result=result, install=True, after=keep)
+        # cibuildwheel builds each cell's Python in its own container; a native build uses this one.
+        return CiStep(argv=argv, result=result, install=True, after=keep,
+                      cell_python=bool(inputs.cell) and _backend(inputs.args) == "native")
+
+
+def _backend(args: tuple[str, ...]) -> str:
+    """The build backend the extra arguments choose (``xcompat build``'s default otherwise)."""
+    import os
+
+    from xcompat.ci import is_ci
+
+    for i, arg in enumerate(args):
+        if arg.startswith("--backend="):
+            return arg.split("=", 1)[1]
+        if arg == "--backend" and i + 1 < len(args):
+            return args[i + 1]
+    return "cibuildwheel" if is_ci(os.environ) else "native"
 
 
 STAGE = BuildStage()

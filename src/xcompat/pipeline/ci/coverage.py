@@ -1,11 +1,19 @@
-"""``xcompat stage coverage``: with a cell, collect its coverage; without one, merge every cell's."""
+"""``xcompat stage coverage``: with a cell, measure its coverage; without one, merge every cell's.
+
+A cell's coverage is measured by the coverage stage of ``xcompat run`` itself (``xcompat run
+--cell CELL --stage plan --stage coverage``): a ``--coverage`` build of the project's native
+code, the tests as the test stage runs them (the verified plan's settings) under coverage.py,
+then ``xcompat coverage collect``. What it collected is the cell's ``coverage.json``, which the
+merge job reads with every other cell's.
+"""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 
 from xcompat.pipeline.ci.commands import plan_settings
-from xcompat.pipeline.ci.step import CiInputs, CiStep
+from xcompat.pipeline.ci.step import CiInputs, CiStep, StageRefused
 
 
 @dataclass(frozen=True)
@@ -17,15 +25,31 @@ class CoverageStage:
             plan_settings(inputs, "json", f"the plan {inputs.plan_path} and {inputs.verified} are not the "
                           "verified matrix's")
         if inputs.cell:
-            result = inputs.cell_dir / "coverage.json"
-            return CiStep(argv=["coverage", "collect", "--cell-id", inputs.cell, "--source-root",
-                                inputs.project_dir, "--out", str(result)], result=result)
+            return _cell(inputs)
         result = inputs.out / "coverage" / "coverage.json"
         argv = ["coverage", "merge", str(inputs.results), "--repo", inputs.project_dir,
                 "--out-dir", str(result.parent)]
         if inputs.verified.is_file():
             argv += ["--matrix", str(inputs.verified)]
         return CiStep(argv=argv, result=result)
+
+
+def _cell(inputs: CiInputs) -> CiStep:
+    if not inputs.verified.is_file():
+        raise StageRefused(f"no verified matrix at {inputs.verified}: download the plan artifact (plan.json, "
+                           "matrix.yml) into output-dir before the coverage stage", 2)
+    result = inputs.cell_dir / "coverage.json"
+    run = inputs.out / ".coverage-run"
+    argv = ["run", inputs.project_dir, "--matrix", str(inputs.verified), "--cell", inputs.cell,
+            "--stage", "plan", "--stage", "coverage", "--out", str(run)]
+    collected = run / ".inputs" / "coverage-cell.json"
+
+    def keep() -> None:
+        if collected.is_file():
+            inputs.cell_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(collected, result)
+
+    return CiStep(argv=argv, result=result, install=True, with_wheel=False, cell_python=True, after=keep)
 
 
 STAGE = CoverageStage()

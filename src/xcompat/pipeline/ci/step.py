@@ -37,6 +37,7 @@ class CiInputs:
     coverage_file: str = ""
     dist: str = ""
     report_from: str = ""
+    verification_failed: str = ""  # the report stage: why this head's matrix did not verify
     forge: str = "github"  # where the report stage delivers: github, gitlab
     post: bool = True  # the report stage posts its comment or note
     comment_mode: str = "always"
@@ -84,6 +85,9 @@ class CiStep:
     settings_args: list[str] = field(default_factory=list)  # from the verified plan: after the extra args
     install: bool = False  # the cell's frameworks first (and its wheel, for the test stage)
     with_wheel: bool = False
+    prelude: list[list[str]] = field(default_factory=list)  # commands first, without the extra arguments
+    skip: str = ""  # the stage does not run here, and why: a skipped result says so, nothing else runs
+    cell_python: bool = False  # its commands run on the cell's Python: this job's must be the cell's
     after: Callable[[], None] | None = None  # what the job keeps of it, whatever its outcome
     then: list[str] | None = None  # a second command, once the first passed (the same extra arguments)
     cwd: str | None = None  # where its commands run (default: the job's folder)

@@ -15,19 +15,50 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from xcompat.log import get_logger
-from xcompat.pipeline.ci import abi, build, coverage, gate, plan, report, test
+from xcompat.pipeline.ci import abi, build, coverage, gate, kernels, plan, probe, report, test
 from xcompat.pipeline.ci.commands import run, xcompat
 from xcompat.pipeline.ci.contracts_python_floor import STAGE as CONTRACTS_PYTHON_FLOOR
 from xcompat.pipeline.ci.contracts_runtime_libraries import STAGE as CONTRACTS_RUNTIME_LIBRARIES
 from xcompat.pipeline.ci.contracts_stubs import STAGE as CONTRACTS_STUBS
+from xcompat.pipeline.ci.interpreter import (
+    EXIT_WRONG_PYTHON,
+    check_cell_python,
+    fitting_wheel,
+    wheel_does_not_fit,
+)
 from xcompat.pipeline.ci.step import CiInputs, CiStage, CiStep, StageRefused
 
 CI_STAGES: dict[str, CiStage] = {stage.name: stage for stage in (
-    plan.STAGE, build.STAGE, test.STAGE, abi.STAGE, coverage.STAGE, report.STAGE, gate.STAGE)}
+    plan.STAGE, build.STAGE, probe.STAGE, kernels.STAGE, test.STAGE, abi.STAGE, coverage.STAGE, report.STAGE,
+    gate.STAGE)}
+
+# Stages of ``xcompat run`` that CI runs as part of another: the signature is checked by the plan
+# job, the baseline is made by the abi stage. Every other stage of the run is a CI stage of its
+# own name (tests check that the action, the workflows and the GitLab template run them all).
+PART_OF = {"verify": "plan", "baseline": "abi"}
+# Stages CI has that ``xcompat run`` has not: the release gate.
+CI_ONLY = frozenset({"gate"})
+# The xcompat extras each stage installs when the job names none (the action's `extras` input).
+# (The kernels need torch, which the cell's frameworks or its wheel bring: no extra, so a project
+# without torch, whose kernels stage is skipped, installs none.)
+EXTRAS = {"build": "build", "test": "runner", "abi": "abi,build", "coverage": "coverage"}
 
 # The contract stages (docs/contracts.md): the cell's stubs and runtime libraries, the project's
 # python floor; their tools (mypy, vermin) are the `contracts` extra.
 CI_STAGES.update({stage.name: stage for stage in (CONTRACTS_STUBS, CONTRACTS_RUNTIME_LIBRARIES, CONTRACTS_PYTHON_FLOOR)})
+EXTRAS.update({stage.name: "contracts" for stage in (CONTRACTS_STUBS, CONTRACTS_RUNTIME_LIBRARIES,
+                                                     CONTRACTS_PYTHON_FLOOR)})
+
+
+def ci_stage_names() -> list[str]:
+    """The CI stages, from the run's stage registry: each stage of ``xcompat run`` (or the CI stage
+    it is part of), then the CI-only ones."""
+    from xcompat.pipeline.registry import PIPELINE
+
+    names = [PART_OF.get(name, name) for name in PIPELINE]
+    # a stage runs where its last part does (the baseline is made by the abi stage, at its place)
+    ordered = list(dict.fromkeys(reversed(names)))[::-1]
+    return [*ordered, *sorted(CI_ONLY)]
 
 
 def run_stage(name: str, inputs: CiInputs, env: Mapping[str, str] | None = None) -> int:
@@ -35,13 +66,17 @@ def run_stage(name: str, inputs: CiInputs, env: Mapping[str, str] | None = None)
     env = dict(os.environ if env is None else env)
     try:
         step = CI_STAGES[name].step(inputs)
+        if step.cell_python:
+            check_cell_python(inputs, name)
     except StageRefused as exc:
         _error(exc.message, env)
         return exc.exit_code
     step.result.parent.mkdir(parents=True, exist_ok=True)
-    code = _install(step, inputs) if step.install else 0
+    if step.skip:
+        return _skipped(name, step, inputs, env)
+    code, why = _install(step, inputs) if step.install else (0, "")
     if code != 0:
-        _error("could not install the frameworks (or the wheel) of this cell", env)
+        _error(why, env)
     else:
         code = _run(step, inputs, env)
     if step.after is not None:
@@ -64,34 +99,52 @@ def _run(step: CiStep, inputs: CiInputs, env: dict[str, str]) -> int:
     if step.outputs is not None:
         env = {**env, "GITHUB_OUTPUT": os.devnull}  # this stage writes the job's outputs itself
     code = 0
+    for command in step.prelude:
+        if code == 0:
+            code = run(xcompat(*command), env=env, cwd=step.cwd)
     for argv in (step.argv, step.then):
         if argv is not None and code == 0:
             code = run(xcompat(*argv, *inputs.args, *step.settings_args), env=env, cwd=step.cwd)
     return code
 
 
-def _install(step: CiStep, inputs: CiInputs) -> int:
+def _install(step: CiStep, inputs: CiInputs) -> tuple[int, str]:
     """The cell's environment: the framework versions the matrix names (a build compiles against
     them) and, to test, its wheel (the one whose tags fit this Python); pip honours the job's
     PIP_CONSTRAINT and index settings. The requirements are computed, never shell-parsed."""
-    from packaging.tags import sys_tags
-    from packaging.utils import parse_wheel_filename
-
     wanted: list[str] = []
     if step.with_wheel:
-        supported = set(sys_tags())
-        for path in sorted(inputs.wheels.glob("*.whl")):
-            if supported & set(parse_wheel_filename(path.name)[3]):
-                wanted.append(str(path))
-                break
+        wheel = fitting_wheel(inputs.wheels)
+        if wheel is None:
+            return EXIT_WRONG_PYTHON, wheel_does_not_fit(sorted(inputs.wheels.glob("*.whl")), inputs.cell)
+        wanted.append(str(wheel))
     pins = _framework_pins(inputs.frameworks)
     if pins is None:
-        return 1
+        return 1, f"the cell's frameworks are neither JSON nor name==version words: {inputs.frameworks[:200]!r}"
     wanted += pins
     if not wanted:
-        return 0
+        return 0, ""
     pip = [sys.executable, "-I", "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--quiet"]
-    return 0 if subprocess.run([*pip, *wanted], check=False).returncode == 0 else 4
+    if subprocess.run([*pip, *wanted], check=False).returncode == 0:
+        return 0, ""
+    return 4, "could not install the frameworks (or the wheel) of this cell"
+
+
+def _skipped(name: str, step: CiStep, inputs: CiInputs, env: Mapping[str, str]) -> int:
+    """A stage that does not run here: a skipped result with the reason (the report shows it,
+    the verdict does not count it), and a passing step."""
+    from xcompat import jsonio
+
+    kind = step.result.name.removesuffix(".json")
+    jsonio.write_json(step.result, {"version": 1, "kind": kind, "cell_id": inputs.cell or None,
+                                    "status": "skipped", "summary": f"not run: {step.skip}", "stage": name})
+    message = f"{name}: not run: {step.skip}"
+    if env.get("GITHUB_ACTIONS") == "true":
+        print(f"::notice title=xcompat::{message}", flush=True)
+    else:
+        get_logger().info(message)
+    _write_outputs([f"result={step.result}", "conclusion=success", "exit-code=0"], env)
+    return 0
 
 
 def _framework_pins(frameworks: str) -> list[str] | None:

@@ -28,7 +28,7 @@ class TestsStage:
         else:
             argv.append(inputs.project_dir)
         return CiStep(argv=argv, result=result, settings_args=settings, install=True,
-                      with_wheel=inputs.install_wheel)
+                      with_wheel=inputs.install_wheel, cell_python=bool(inputs.cell))
 
 
 STAGE = TestsStage()

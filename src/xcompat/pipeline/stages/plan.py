@@ -59,6 +59,12 @@ class PlanStage:
             context.halted = "the plan stage failed"
             return result
         context.cell_id = next((c["id"] for c in local if c.get("required")), local[0]["id"])
+        if context.cfg.cell is not None:  # `--cell`: the one a CI job runs
+            if context.cfg.cell not in {c["id"] for c in local}:
+                result.status, context.halted = "failed", "the plan stage failed"
+                result.detail = f"the cell {context.cfg.cell} is not one this machine runs"
+                return result
+            context.cell_id = context.cfg.cell
         result.outputs = ["plan.json"]
         result.detail = f"{len(local)} cell(s) here: {', '.join(c['id'] for c in local[:3])}"
         if notes:
