@@ -10,11 +10,19 @@ cut to one line and bounded in number, and escaped by each renderer.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from xcompat.neutralise import html_text
 from xcompat.report.budget import Section
 from xcompat.report.model import ContractEntry, Report
-from xcompat.results.contracts import CONTRACTS, contract_changes, contract_findings, mode
+from xcompat.results.contracts import (
+    CONTRACTS,
+    LIBRARIES,
+    cell_differences,
+    contract_changes,
+    contract_findings,
+    mode,
+)
 from xcompat.results.verdict import StageJudgement, Verdict
 from xcompat.settings import Settings
 
@@ -44,6 +52,7 @@ def contract_entries(verdict: Verdict, settings: Settings | None) -> tuple[Contr
 
     entries = [_entry(judged, cell.id, settings) for cell in verdict.cells for judged in cell.stages
                if judged.result.kind in CONTRACTS]
+    entries = _between_cells(verdict, entries)
     for result in verdict.global_results:
         if result.kind in CONTRACTS:
             why = excused(result, settings)
@@ -52,13 +61,26 @@ def contract_entries(verdict: Verdict, settings: Settings | None) -> tuple[Contr
     return tuple(entries)
 
 
+def _between_cells(verdict: Verdict, entries: list[ContractEntry]) -> list[ContractEntry]:
+    """Each cell's runtime libraries against the first cell's: a line in its ``changes`` when the
+    libraries the wheels bring differ (a second OpenMP in one cell, another build of a library)."""
+    libraries = [j.result for cell in verdict.cells for j in cell.stages
+                 if j.result.kind == LIBRARIES.kind and j.result.status in ("passed", "failed")
+                 and isinstance(j.result.data.get("libraries"), list)]
+    if len(libraries) < 2:
+        return entries
+    found = {r.cell_id: cell_differences(libraries[0], r) for r in libraries[1:]}
+    return [replace(e, changes=(*e.changes, _line(str(found[e.cell_id]))))
+            if e.kind == LIBRARIES.kind and found.get(e.cell_id) else e for e in entries]
+
+
 def where(entry: ContractEntry) -> str:
     return entry.cell_id or "the project"
 
 
 def verdict_words(entry: ContractEntry) -> str:
     """``gate``/``report`` and whether the result counts: what a reader needs beside its status."""
-    if entry.status == "passed":
+    if entry.status in ("passed", "skipped"):  # a skipped contract stage never counts: it says why
         return entry.mode
     return f"{entry.mode}, counted" if entry.counted else f"{entry.mode}, not counted: {entry.excused}"
 

@@ -202,7 +202,7 @@ class ContractEntry:
     excused: str
     summary: str
     findings: tuple[tuple[str, str], ...] = ()  # (code, message)
-    changes: tuple[str, ...] = ()  # the runtime libraries' differences from the baseline's import
+    changes: tuple[str, ...] = ()  # the runtime libraries' differences from the baseline's import and the first cell
 
 
 @dataclass(frozen=True, kw_only=True)

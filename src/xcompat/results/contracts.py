@@ -89,6 +89,34 @@ def contract_changes(result: StageResult) -> list[str]:
     return lines
 
 
+_BUNDLED = ("project", "distribution", "outside")  # what a cell's environment brings, not its Python
+
+
+def bundled_libraries(result: StageResult) -> dict[str, str]:
+    """``name -> build id`` (else path) of the libraries a runtime-libraries result lists that
+    the project, another wheel or an outside folder brings (the interpreter's and the system's
+    differ between cells by design); a name is the SONAME, else the file name."""
+    found: dict[str, str] = {}
+    for i, item in enumerate(field_list(result, result.data, "libraries", "$")):
+        entry = field_obj(result, item, f"$.libraries[{i}]")
+        path = field_str(result, entry, "path", f"$.libraries[{i}]")
+        if field_str(result, entry, "owner", f"$.libraries[{i}]") in _BUNDLED:
+            name = field_str(result, entry, "soname", f"$.libraries[{i}]") or path.rpartition("/")[2]
+            found.setdefault(name, field_str(result, entry, "build_id", f"$.libraries[{i}]") or path)
+    return found
+
+
+def cell_differences(reference: StageResult, other: StageResult) -> str | None:
+    """What ``other``'s cell maps that ``reference``'s does not, lacks, or maps from another build
+    (the libraries wheels bring); None when they agree."""
+    a, b = bundled_libraries(reference), bundled_libraries(other)
+    parts = [f"{what}: {', '.join(sorted(names)[:10])}" for what, names in (
+        ("adds", b.keys() - a.keys()), ("lacks", a.keys() - b.keys()),
+        ("another build of", {n for n in a.keys() & b.keys() if a[n] != b[n]})) if names]
+    return f"against cell {reference.cell_id}: " + "; ".join(parts) if parts else None
+
+
 def check_contract(result: StageResult) -> None:
     contract_findings(result)
     contract_changes(result)
+    bundled_libraries(result)

@@ -24,7 +24,7 @@ KINDS = ["contracts-stubs", "contracts-runtime-libraries", "contracts-python-flo
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _settings(**modes: str) -> Any:
+def _settings(**modes: Any) -> Any:
     """The defaults with these ``contracts`` modes; no tests asked, so a cell needs no test result here."""
     base = defaults_settings()
     return replace(base, tests=replace(base.tests, pytest_paths=()), contracts=replace(base.contracts, **modes))
