@@ -28,11 +28,11 @@ REPO = Path(__file__).resolve().parents[3]
 PLANTED_CASE = "sample_ext::scaled_add on cpu, non-contiguous, float32 (sample 1)"
 
 
-def _run(tmp_path: Path, project: str, wheel: Path | None, *, setting: str = "gate",
+def _run(tmp_path: Path, project: str | Path, wheel: Path | None, *, setting: str = "gate",
          build: str = "passed") -> tuple[StageResult, dict[str, Any], Path]:
     settings = defaults_settings()
     settings = replace(settings, tests=replace(settings.tests, kernels=("add",), operators=setting))
-    root = REPO / "examples" / project
+    root = project if isinstance(project, Path) else REPO / "examples" / project
     config = RunConfig(project=root, matrix=REPO / "examples" / "sample-ext" / ".xcompat" / "matrix.yml",
                        allowed_signers=None, baseline=None, out=tmp_path / "out", backend="cpu",
                        settings=settings, facts=ProjectFacts(name="sample-ext", uses_torch=True,
@@ -89,6 +89,19 @@ def test_when_the_build_failed_the_operators_are_not_run_and_not_passed(tmp_path
     assert section["summary"] == "project operators not run: no wheel to check (the project's build failed)"
     assert not (folder / "logs" / "operators-cpu.log").exists()
     assert doc["counts"]["failed_cases"] == 0 and doc["status"] == "failed"
+
+
+def test_a_samples_file_that_cannot_be_used_gates_and_says_why(tmp_path, sample_wheels) -> None:
+    project = tmp_path / "project"
+    (project / ".xcompat").mkdir(parents=True)
+    (project / ".xcompat" / "operators.py").write_text(
+        "def f():\n    raise ValueError('forgot the shapes')\nSAMPLES = {'sample_ext::scaled_add': f}\n")
+    result, doc, _ = _run(tmp_path, project, sample_wheels["v1"])
+    assert result.status == "failed"
+    (finding,) = doc["operators"]["findings"]
+    assert finding["check"] == "samples" and finding["gating"] and finding["device"] == "cpu"
+    assert "the samples function of sample_ext::scaled_add raised ValueError: forgot the shapes" in finding["detail"]
+    assert doc["operators"]["devices"][0]["status"] == "error" and doc["operators"]["status"] == "failed"
 
 
 def test_an_accelerator_cell_checks_the_cpu_and_its_device() -> None:
