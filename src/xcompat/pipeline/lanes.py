@@ -21,7 +21,7 @@ from typing import Any
 from xcompat import jsonio
 from xcompat.errors import InputError
 from xcompat.pipeline.context import RunContext
-from xcompat.pipeline.local import StageResult, load_json
+from xcompat.pipeline.local import StageResult
 from xcompat.settings import Settings
 
 ISA_RESULT = "isa.json"
@@ -110,7 +110,10 @@ def emulation(context: RunContext, **extra: Any) -> dict[str, Any] | None:
     if lane is None:
         return None
     found = {**lane.describe(), **extra}
-    build = load_json(context.result_path("build"))
+    try:
+        build = jsonio.read_json(context.result_path("build"))
+    except (InputError, OSError):
+        build = None  # no build record: the report says why the build has none
     built = build.get("emulation") if isinstance(build, dict) else None
     if isinstance(built, dict):
         found.update({k: built[k] for k in ("build", "build_seconds", "why_emulated") if k in built})
@@ -118,15 +121,16 @@ def emulation(context: RunContext, **extra: Any) -> dict[str, Any] | None:
 
 
 def record_emulation(context: RunContext, result: Path, *, seconds: float) -> None:
-    """Add the ``emulation`` object to a result the lane wrote (test-result schema)."""
+    """Add the ``emulation`` object to a result the lane wrote (test-result schema). The file
+    came out of the root, where the project's code ran: it is read bounded, and one that is not
+    a valid result is left as it is, for the report to refuse."""
     try:
-        document = load_json(result)
-    except InputError:
-        return  # an unreadable result: the report says so as for any stage
-    found = emulation(context, seconds=round(seconds, 3))
-    if isinstance(document, dict) and found is not None:
-        document["emulation"] = found
-        jsonio.write_json(result, document, schema="test-result")
+        document = jsonio.read_json(result)
+        found = emulation(context, seconds=round(seconds, 3))
+        if isinstance(document, dict) and found is not None:
+            jsonio.write_json(result, {**document, "emulation": found}, schema="test-result")
+    except (InputError, OSError):
+        return
 
 
 def isa_floor(context: RunContext, arch: str) -> str | None:
