@@ -122,3 +122,32 @@ def test_the_lowest_python_of_the_matrix() -> None:
     assert lowest_python(cells) == "3.10"
     assert lowest_python([{"python": "3.13t"}]) == "3.13"
     assert lowest_python([]) is None
+
+
+def test_the_ci_steps_of_the_contract_stages(tmp_path: Path) -> None:
+    import json
+    import zipfile
+
+    from xcompat.pipeline.ci.step import CiInputs, StageRefused
+
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    inputs = CiInputs(output_dir=str(tmp_path / "out"), wheelhouse=str(wheels), cell="c1", project_dir=str(tmp_path))
+    with pytest.raises(StageRefused, match="no wheel"):
+        CI_STAGES["contracts-stubs"].step(inputs)
+    with zipfile.ZipFile(wheels / "pkg-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/_core.abi3.so", "")
+        zf.writestr("pkg-1.0.dist-info/RECORD", "")
+    stubs = CI_STAGES["contracts-stubs"].step(inputs)
+    assert stubs.argv[:3] == ["contracts", "stubs", str(wheels / "pkg-1.0-py3-none-any.whl")]
+    assert stubs.result == inputs.cell_dir / "contracts-stubs.json" and stubs.install and not stubs.with_wheel
+    libs = CI_STAGES["contracts-runtime-libraries"].step(inputs)
+    assert libs.argv[libs.argv.index("--import") + 1] == "pkg" and libs.argv.count("--import") == 1
+    assert libs.with_wheel and libs.argv[-2:] == ["--cell", "c1"]
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "plan.json").write_text(json.dumps({"version": 1, "cells": [
+        {"id": "a", "python": "3.12"}, {"id": "b", "python": "3.10"}]}))
+    floor = CI_STAGES["contracts-python-floor"].step(inputs)
+    assert floor.argv[floor.argv.index("--lowest-python") + 1] == "3.10"
+    assert floor.result == inputs.results / "project" / "contracts-python-floor.json" and "--cell" not in floor.argv
