@@ -152,7 +152,12 @@ def with_operators(context: RunContext, runner: StageResult, path: Path) -> Stag
         return runner
     section = operators_section(context)
     merged = merge(document, section)
-    jsonio.write_json(path, merged, schema="kernels")
+    try:
+        jsonio.write_json(path, merged, schema="kernels")
+    except InputError as exc:  # xcompat's own bug: the run goes on, the stage says what was lost
+        runner.status = "error"
+        runner.detail = f"project operators not recorded: {exc.message}"
+        return runner
     if runner.status == "passed" and merged["status"] != "passed":
         runner.status = "failed"  # a gating operator finding; the runner's kernels passed
     runner.detail = "; ".join(filter(None, [runner.detail, section["summary"]]))
