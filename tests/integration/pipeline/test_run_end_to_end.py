@@ -41,8 +41,19 @@ def test_run_writes_all_reports_and_a_valid_summary(demo_run):
     assert status == {
         "verify": "passed", "plan": "passed", "build": "passed", "baseline": "passed", "probe": "passed",
         "kernels": "failed", "test": "passed", "abi": "failed", "coverage": "passed", "report": "passed",
+        "contracts-stubs": "passed", "contracts-runtime-libraries": "passed", "contracts-python-floor": "passed",
     }, run["stages"]
     assert run["cell_id"] and run["cell_id"].startswith("py3.")
+
+
+def test_the_demo_report_shows_the_planted_stub_mismatch(demo_run):
+    proc, out = demo_run
+    report = json.loads((out / "report.json").read_text())
+    stubs = next(c for c in report["contracts"] if c["kind"] == "contracts-stubs")
+    assert [f["code"] for f in stubs["findings"]] == ["missing-at-runtime"]
+    assert "sample_ext._core.random_seed" in stubs["findings"][0]["message"]
+    assert stubs["mode"] == "report" and not stubs["counted"]  # shown, never red by default
+    assert "random_seed" in (out / "report.md").read_text().replace("\\_", "_")
 
 
 def test_report_names_the_abi_break_and_the_cell(demo_run):
