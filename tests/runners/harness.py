@@ -204,7 +204,8 @@ def pinned_nested_actions(workflow_files: list[Path]) -> dict[str, str]:
     """`owner/name@sha` of every nested action the workflows pin, mapped to its stand-in folder."""
     standin = {"actions/checkout": "checkout", "actions/upload-artifact": "upload-artifact",
                "actions/download-artifact": "download-artifact",
-               "actions/attest-build-provenance": "pass-through", "pypa/gh-action-pypi-publish": "pass-through"}
+               "actions/attest-build-provenance": "pass-through", "pypa/gh-action-pypi-publish": "pass-through",
+               "actions/setup-python": "setup-python", "actions/cache": "cache"}
     found: dict[str, str] = {}
     for path in workflow_files:
         for match in re.finditer(r"uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40})", path.read_text()):

@@ -39,23 +39,37 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", type=OutputFile(), metavar="OUT", help="also write the result as JSON (schemas/verify.schema.json)"
     )
+    parser.add_argument(
+        "--why", type=OutputFile(), metavar="FILE",
+        help="on refusal, write why (one line: the error and its hint) to FILE, for the report of this change",
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
+    from xcompat.errors import XcompatError
     from xcompat.log import get_logger
     from xcompat.signing.verify import verify_matrix
 
     log = get_logger()
-    result = verify_matrix(
-        args.file,
-        allowed_signers=args.allowed_signers,
-        signature=args.signature,
-        revoked=args.revoked,
-        trust_ref=args.trust_ref,
-        repo=args.repo,
-        principal=args.principal,
-        cross_check=args.cross_check,
-    )
+    try:
+        result = verify_matrix(
+            args.file,
+            allowed_signers=args.allowed_signers,
+            signature=args.signature,
+            revoked=args.revoked,
+            trust_ref=args.trust_ref,
+            repo=args.repo,
+            principal=args.principal,
+            cross_check=args.cross_check,
+        )
+    except XcompatError as exc:
+        if args.why:
+            from xcompat.jsonio import atomic_write_text
+
+            where = f"{exc.location()}: " if exc.file else ""
+            text = where + exc.message + (f" ({exc.hint})" if exc.hint else "")
+            atomic_write_text(args.why, " ".join(text.split())[:1000] + "\n")
+        raise
     for note in result.notes:
         log.warning(note)
     m = result.matrix

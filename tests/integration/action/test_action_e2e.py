@@ -209,6 +209,15 @@ def test_plan_stage_verifies_against_the_pull_request_base(sample: Path) -> None
     assert not (sample.parent / ".xcompat-out" / "plan.json").exists()
     assert run.outputs["matrix"] == ""
     assert (run.outputs["conclusion"], run.outputs["exit-code"]) == ("failure", "3")
+    # why, for this head's own red report (the report stage's verification-failed input)
+    assert run.outputs["verify-error"].startswith(".xcompat/matrix.yml: signature does not match"), run.outputs
+    reported = run_composite_action(
+        REPO_ROOT, {"stage": "report", "project-dir": str(sample), "verification-failed": run.outputs["verify-error"],
+                    "fail-on-error": "false", **LOCAL}, workspace=repo.path,
+        github={"repository": _sample_repository(sample), "event_name": "pull_request"})
+    assert reported.outputs["conclusion"] == "failure", reported.log
+    report = (repo.path / ".xcompat-out" / "report" / "report.md").read_text()
+    assert "the matrix signature did not verify: .xcompat/matrix.yml: signature does not match" in report
 
 
 def test_plan_then_gate_on_the_sample_project(sample: Path) -> None:

@@ -247,3 +247,26 @@ def test_plan_job_refuses_a_matrix_the_base_does_not_trust(project: tuple[Path, 
     proc = run_job(without_install(plan_job["script"]), cwd=root, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert not (root / ".xcompat-out" / "child.yml").exists()
+
+
+def test_a_pipeline_whose_matrix_did_not_verify_posts_its_own_red_note(project: tuple[Path, str]) -> None:
+    root, base = project
+    matrix = root / ".xcompat" / "matrix.yml"
+    matrix.write_text(matrix.read_text().replace("serial:", "# edited without re-signing\nserial:", 1))
+    git(root, "commit", "-q", "-am", "head")
+    jobs = component_jobs()
+    plan_job = jobs["xcompat:plan"]
+    env = gitlab_env(root, CI_PIPELINE_SOURCE="merge_request_event", CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
+                     **{k: str(v) for k, v in plan_job["variables"].items()})
+    assert run_job(without_install(plan_job["script"]), cwd=root, env=env).returncode == 3
+    unverified = jobs["xcompat:unverified"]
+    assert unverified["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"', "when": "on_failure"}]
+    assert unverified["needs"] == [{"job": "xcompat:plan", "artifacts": True}]
+    # the job as GitLab runs it after the failed plan job, with its artifacts; no GitLab here, so
+    # the note is not posted: its text is the report's
+    env = gitlab_env(root, CI_PIPELINE_SOURCE="merge_request_event",
+                     **{**{k: str(v) for k, v in unverified["variables"].items()}, "XCOMPAT_POST_NOTE": "false"})
+    proc = run_job(without_install(unverified["script"]), cwd=root, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the report is red
+    note = (root / ".xcompat-out" / "report" / "report.md").read_text()
+    assert "the matrix signature did not verify: .xcompat/matrix.yml: signature does not match" in note, note
