@@ -32,5 +32,7 @@ def test_real_projects_have_no_false_contract_findings(name: str) -> None:
     assert project.import_name in modules
     libraries = probe_imports(modules, paths=[site], project=project.name)
     assert libraries["status"] == "passed" and libraries["findings"] == [], libraries["findings"]
-    extension = [lib for lib in libraries["libraries"] if lib["path"].startswith(str(site))]
+    mapped = libraries["libraries"]
+    assert isinstance(mapped, list)
+    extension = [lib for lib in mapped if lib["path"].startswith(str(site))]
     assert extension and all(lib["owner"] == "project" for lib in extension), extension
