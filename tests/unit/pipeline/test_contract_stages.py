@@ -88,6 +88,9 @@ def test_new_runtime_findings_are_those_the_baseline_lacks() -> None:
                         {"code": "library-outside", "path": "/tmp/x/libfoo.so", "soname": "libfoo.so"}]}
     assert count_new(doc, base) == 1
     assert count_new(doc, {"findings": []}) == 2
+    static = [{"code": "static-cxx-runtime", "family": "C++ runtime (libstdc++)", "paths": f"/{d}/lib{n}.so"}
+              for d, n in (("old", "a"), ("new", "a"), ("new", "b"))]
+    assert count_new({"findings": static[1:]}, {"findings": static[:1]}) == 1  # liba known, libb new
 
 
 def test_a_finding_both_stages_could_claim_is_reported_once() -> None:

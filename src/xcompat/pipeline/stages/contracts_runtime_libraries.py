@@ -125,8 +125,10 @@ def baseline_snapshot(context: RunContext) -> tuple[Path | None, str]:
 
 def _identity(finding: Mapping[str, Any]) -> tuple[str, str]:
     """What makes two findings the same one in two snapshots (their paths differ by folder)."""
-    what = finding.get("family") or finding.get("soname") or os.path.basename(str(finding.get("path") or ""))
-    return str(finding.get("code")), str(what)
+    if finding.get("code") == "duplicate-runtime":
+        return "duplicate-runtime", str(finding.get("family"))
+    path = str(finding.get("path") or finding.get("paths") or "")  # one library: by its file's name
+    return str(finding.get("code")), str(finding.get("soname") or os.path.basename(path))
 
 
 def count_new(document: Mapping[str, Any], baseline: Mapping[str, Any]) -> int:
