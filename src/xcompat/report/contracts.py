@@ -21,6 +21,7 @@ from xcompat.results.contracts import (
     cell_differences,
     contract_changes,
     contract_findings,
+    handed_to_abi,
     mode,
 )
 from xcompat.results.verdict import StageJudgement, Verdict
@@ -43,7 +44,9 @@ def _entry(judged: StageJudgement, cell_id: str | None, settings: Settings | Non
         mode=mode(result.kind, settings), counted=judged.counted, excused=judged.reason,
         summary=_line(result.summary),
         findings=tuple((_line(code), _line(message)) for code, message in contract_findings(result)),
-        changes=tuple(_line(c) for c in contract_changes(result)))
+        changes=(*(_line(c) for c in contract_changes(result)),
+                 *(_line(f"{name}: reported by the ABI stage (changed between the releases)")
+                   for name in handed_to_abi(result))))
 
 
 def contract_entries(verdict: Verdict, settings: Settings | None) -> tuple[ContractEntry, ...]:

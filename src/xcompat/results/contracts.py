@@ -10,8 +10,8 @@ it does not, whatever the default rule for results without a cell says.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from xcompat.results.fields import field_int, field_list, field_obj, field_str
@@ -116,7 +116,71 @@ def cell_differences(reference: StageResult, other: StageResult) -> str | None:
     return f"against cell {reference.cell_id}: " + "; ".join(parts) if parts else None
 
 
+# -- a finding is reported once, by the stage whose question it answers ---------------------------
+
+ABI_CLAIMS = ("python_api_removed", "python_signature_changed")  # old != new, verified at run time
+
+
+def abi_claims(abi: Mapping[str, Any]) -> set[str]:
+    """The dotted names an ABI diff reports as changed between the releases' runtimes."""
+    findings = abi.get("findings")
+    return {str(f["symbol"]) for f in findings if isinstance(f, dict) and f.get("kind") in ABI_CLAIMS
+            and isinstance(f.get("symbol"), str)} if isinstance(findings, list) else set()
+
+
+def hand_to_abi(stubs: dict[str, Any], claims: set[str]) -> int:
+    """Move the stub findings on objects in ``claims`` (or inside them) to ``reported_by_abi``;
+    how many moved. The status and summary then say what is left."""
+    def claimed(finding: Any) -> bool:
+        name = str(finding.get("object") or "") if isinstance(finding, dict) else ""
+        return any(name == c or name.startswith(c + ".") for c in claims)
+
+    found = stubs.get("findings")
+    findings: list[Any] = found if isinstance(found, list) else []
+    moved = [f for f in findings if claimed(f)]
+    if not moved:
+        return 0
+    kept = [f for f in findings if not claimed(f)]
+    earlier = stubs.get("reported_by_abi")
+    stubs["findings"], stubs["reported_by_abi"] = kept, [*(earlier if isinstance(earlier, list) else []), *moved]
+    stubs["status"] = "failed" if kept else "passed"
+    codes = sorted({str(f.get("code")) for f in kept})
+    left = f"{len(kept)} finding{'s' if len(kept) != 1 else ''} ({', '.join(codes)})" if kept else "no finding left"
+    stubs["summary"] = f"{left}; {len(moved)} on objects the ABI diff reports as changed between releases"
+    return len(moved)
+
+
+def reported_once(results: Sequence[StageResult]) -> list[StageResult]:
+    """``results`` with each stub finding that an ABI result among them claims handed to it (as
+    the stubs stage of ``xcompat run`` does when it can read the run's diff; in CI the stubs job
+    cannot, so the report and the gate apply the rule to what they are given)."""
+    claims: set[str] = set()
+    for result in results:
+        if result.kind == "abi":
+            claims |= abi_claims(result.data)
+    if not claims:
+        return list(results)
+    out = []
+    for result in results:
+        if result.kind == STUBS.kind and result.status in ("passed", "failed") and not result.refused:
+            doc = dict(result.data)
+            if hand_to_abi(doc, claims):
+                result = replace(result, status=str(doc["status"]), summary=str(doc["summary"]), data=doc)
+        out.append(result)
+    return out
+
+
+def handed_to_abi(result: StageResult) -> list[str]:
+    """The objects of the stub findings the ABI stage reports instead (``reported_by_abi``)."""
+    names = []
+    for i, item in enumerate(field_list(result, result.data, "reported_by_abi", "$")):
+        names.append(field_str(result, field_obj(result, item, f"$.reported_by_abi[{i}]"), "object",
+                               f"$.reported_by_abi[{i}]"))
+    return names
+
+
 def check_contract(result: StageResult) -> None:
     contract_findings(result)
     contract_changes(result)
+    handed_to_abi(result)
     bundled_libraries(result)

@@ -17,7 +17,8 @@
 * a result not tied to a cell (ABI diff, merged coverage) is red when failed, crashed or
   a fallback, and a skipped coverage result too when coverage is required;
 * a result whose kind has a matrix key that excuses it (``excused``: the contract kinds in
-  ``report`` mode) is shown but not counted, in a cell or not;
+  ``report`` mode) is shown but not counted, in a cell or not; a stub finding on an object the
+  ABI diff reports as removed or changed is the ABI stage's (``reported_once``);
 * a result that names another cell, or no cell (a run-level ABI diff or merged coverage),
   but lies in a cell's folder (``<cell>/`` or a CI artifact ``xcompat-results-<cell>-<stage>/``)
   is not counted and makes the verdict red: a cell's job, which runs the project's code, may
@@ -34,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any, Literal
 
+from xcompat.results.contracts import reported_once
 from xcompat.results.envelope import StageResult
 from xcompat.results.kinds import expand_build
 from xcompat.results.required import is_required
@@ -232,7 +234,7 @@ def judge(
     ``require_kinds``: stage kinds every required cell must have a passing result of; the kinds
     the settings and the project ask of a cell (``xcompat.results.stages.demanded_kinds``) are added.
     """
-    all_results = expand(results)
+    all_results = reported_once(expand(results))  # a stub finding the ABI diff claims is the ABI stage's
     placed = _place(all_results, {str(spec["id"]) for spec in plan_cells or ()})
     specs, unplanned = _cell_specs(plan_cells, placed.by_cell, cell_spec)
     problems: list[str] = list(placed.misplaced)

@@ -14,7 +14,7 @@ from xcompat.pipeline.ci.table import CI_STAGES
 from xcompat.pipeline.registry import PIPELINE
 from xcompat.pipeline.stages.contracts_python_floor import lowest_python
 from xcompat.pipeline.stages.contracts_runtime_libraries import count_new, modules_of
-from xcompat.pipeline.stages.contracts_stubs import abi_claims, hand_to_abi
+from xcompat.results.contracts import abi_claims, hand_to_abi
 from xcompat.results.envelope import parse_envelope
 from xcompat.results.stages import STAGES
 from xcompat.results.verdict import judge

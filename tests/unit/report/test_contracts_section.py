@@ -75,3 +75,26 @@ def test_under_gate_the_findings_are_failures_of_their_cell_and_of_the_run() -> 
     assert {(f.kind, f.cell_id) for f in report.failures} >= {("contracts-runtime-libraries", "c2"),
                                                               ("contracts-python-floor", None)}
     assert all(e.counted for e in report.contracts)
+
+
+def test_a_stub_finding_the_abi_diff_claims_is_reported_once_in_ci_results() -> None:
+    """In CI the stubs job cannot read the ABI diff: the report and the gate apply the rule. 1.1
+    removed ``legacy`` from its C module and its stub still declares it: the ABI diff's
+    python_api_removed reports it; the stubs result keeps only ``random_seed`` (stub != runtime),
+    and without another finding it no longer fails, even under gate."""
+    abi = parse_envelope({"version": 1, "kind": "abi", "cell_id": None, "status": "failed", "summary": "1 gating",
+                          "gating": 1, "findings": [{"kind": "python_api_removed", "symbol": "pkg._core.legacy",
+                                                     "library": "pkg", "required_bump": "major"}]}, "abi.json")
+    legacy = {"code": "missing-at-runtime", "object": "pkg._core.legacy", "message": "legacy is not present"}
+    seed = {"code": "missing-at-runtime", "object": "pkg._core.random_seed", "message": "random_seed ..."}
+    both = [_doc("build", "c1", []), abi, _doc("contracts-stubs", "c1", [legacy, seed])]
+    plan = {"version": 1, "cells": [{"id": "c1", "required": True}]}
+    report = build_report(both, plan, settings=_settings(stubs="gate"))
+    (stubs,) = report.contracts
+    assert [code for code, _ in stubs.findings] == ["missing-at-runtime"] and "random_seed" in stubs.findings[0][1]
+    assert stubs.changes == ("pkg._core.legacy: reported by the ABI stage (changed between the releases)",)
+    assert stubs.status == "failed" and stubs.counted  # random_seed is still the stubs stage's
+    only = [_doc("build", "c1", []), abi, _doc("contracts-stubs", "c1", [legacy])]
+    (handed,) = build_report(only, plan, settings=_settings(stubs="gate")).contracts
+    assert handed.status == "passed" and handed.findings == ()
+    assert [f.kind for f in build_report(only, plan, settings=_settings(stubs="gate")).failures] == ["abi"]

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from xcompat import jsonio
 from xcompat.contracts.allowlist import DEFAULT as ALLOWLIST
@@ -27,37 +25,7 @@ from xcompat.contracts.stubs import stubbed_modules, typed_packages
 from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.local import StageResult
 from xcompat.pipeline.stages.test import install_site
-from xcompat.results.contracts import STUBS
-
-ABI_CLAIMS = ("python_api_removed", "python_signature_changed")  # old != new, verified at run time
-
-
-def abi_claims(abi: Mapping[str, Any]) -> set[str]:
-    """The dotted names the ABI diff reports as changed between the releases' runtimes."""
-    findings = abi.get("findings")
-    return {str(f["symbol"]) for f in findings if isinstance(f, dict) and f.get("kind") in ABI_CLAIMS
-            and isinstance(f.get("symbol"), str)} if isinstance(findings, list) else set()
-
-
-def hand_to_abi(stubs: dict[str, Any], claims: set[str]) -> int:
-    """Move the stub findings on objects in ``claims`` (or inside them) to ``reported_by_abi``;
-    how many moved. The status and summary then say what is left."""
-    def claimed(finding: Any) -> bool:
-        name = str(finding.get("object") or "") if isinstance(finding, dict) else ""
-        return any(name == c or name.startswith(c + ".") for c in claims)
-
-    found = stubs.get("findings")
-    findings: list[Any] = found if isinstance(found, list) else []
-    moved = [f for f in findings if claimed(f)]
-    if not moved:
-        return 0
-    kept = [f for f in findings if not claimed(f)]
-    stubs["findings"], stubs["reported_by_abi"] = kept, moved
-    stubs["status"] = "failed" if kept else "passed"
-    codes = sorted({str(f.get("code")) for f in kept})
-    left = f"{len(kept)} finding{'s' if len(kept) != 1 else ''} ({', '.join(codes)})" if kept else "no finding left"
-    stubs["summary"] = f"{left}; {len(moved)} on objects the ABI diff reports as changed between releases"
-    return len(moved)
+from xcompat.results.contracts import STUBS, abi_claims, hand_to_abi
 
 
 @dataclass(frozen=True)
