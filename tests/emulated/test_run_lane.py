@@ -109,3 +109,33 @@ def test_the_isa_floor_faults_the_unguarded_test_and_the_scan_names_its_function
     assert code == 0, output[-3000:]
     assert set(outcomes(tmp_path / "sve" / "test.json").values()) == {"passed"}
     assert _cell(report, "aarch64")["emulation"]["cpu"] == "a64fx"
+
+
+CROSS_REFUSING_SETUP = """\
+import os
+
+from setuptools import Extension, setup
+
+# as a build that runs code of its target does: it cannot be cross compiled
+if os.environ.get("_PYTHON_HOST_PLATFORM"):
+    raise SystemExit("this build runs its own target code")
+
+setup(ext_modules=[Extension("byteorder_ext", sources=["csrc/byteorder.c"])])
+"""
+
+
+def test_a_build_that_cannot_cross_compile_is_built_in_the_root_and_the_result_says_so(tmp_path: Path) -> None:
+    lane("aarch64")
+    project = _project("byteorder_ext", tmp_path)
+    (project / "setup.py").write_text(CROSS_REFUSING_SETUP, encoding="utf-8")
+    code, report, output = _run(project, tmp_path / "out", "--arch", "aarch64")
+    assert code == 0, output[-3000:]
+    found = outcomes(tmp_path / "out" / "test.json")
+    assert len(found) == 6 and set(found.values()) == {"passed"}
+    build = json.loads((tmp_path / "out" / "wheels" / "build.json").read_text(encoding="utf-8"))
+    assert build["emulation"]["build"] == "emulated"
+    assert "cross build for aarch64 failed" in build["emulation"]["why_emulated"]
+    kept = tmp_path / "out" / "wheels" / "logs"
+    assert "this build runs its own target code" in (kept / "cross-build-aarch64.log").read_text(encoding="utf-8")
+    assert build["wheels"][0]["log"] == "logs/emulated-build-aarch64.log"
+    assert "emulated build" in _cell(report, "aarch64")["emulation"]["label"]

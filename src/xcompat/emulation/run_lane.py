@@ -80,6 +80,19 @@ def emulation_record(lane: Lane, **extra: Any) -> dict[str, Any]:
     return {**lane.describe(), **extra}
 
 
+def _keep_logs(work: Path, out: Path, arch: str) -> dict[str, Path]:
+    """The build routes' logs moved to ``out/logs`` (by route: cross, emulated), and the scratch
+    folder (the sources' copy, the build's files) removed."""
+    kept = {}
+    for route, name in (("cross", "cross-build.log"), ("emulated", f"emulated-build-{arch}.log")):
+        if (work / name).is_file():
+            kept[route] = out / "logs" / f"{route}-build-{arch}.log"
+            kept[route].parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(work / name, kept[route])
+    shutil.rmtree(work, ignore_errors=True)
+    return kept
+
+
 def build_record(project: Path, out: Path, arch: str, *, env: Mapping[str, str] | None = None,
                  cell_id: str | None = None) -> dict[str, Any]:
     """``xcompat build --arch``: the lane's wheel of ``project`` in ``out`` and its record."""
@@ -97,18 +110,20 @@ def build_record(project: Path, out: Path, arch: str, *, env: Mapping[str, str] 
     try:
         built = build_for_lane(lane, project, work, env=env)
     except XcompatError as err:
+        logs = _keep_logs(work, out, lane.arch.name)
+        tail = logs["emulated"].read_text(encoding="utf-8", errors="replace").splitlines()[-10:] \
+            if "emulated" in logs else []
         document = build_document(project=project, backend="native", wheels=[], seconds=time.monotonic() - start,
                                   cells=[{"id": cell_id, "status": "failed", "wheels": [], "reason": err.message}],
-                                  errors=[{"cell_id": cell_id, "message": err.message, "log_tail": []}])
+                                  errors=[{"cell_id": cell_id, "message": err.message, "log_tail": tail}])
         document["emulation"] = emulation_record(lane)  # no wheel: neither build route gave one
         return document
     wheel = out / built.wheel.name
     shutil.copy2(built.wheel, wheel)
-    log = out / "logs" / f"build-{lane.arch.name}.log"
+    logs = _keep_logs(work, out, lane.arch.name)
+    log = logs.get(built.mode) or out / "logs" / f"{built.mode}-build-{lane.arch.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    made = sorted(work.glob("*build*.log"))
-    log.write_bytes(made[0].read_bytes() if made else b"")
-    shutil.rmtree(work, ignore_errors=True)  # the sources' copy and the build's scratch
+    log.touch()
     record = audit_built_wheel(
         BuiltWheel(path=wheel, cell_id=cell_id, build_seconds=built.seconds, repair_seconds=0.0, repair_tool="none",
                    excluded=(), log=log, ccache=False,
@@ -117,7 +132,8 @@ def build_record(project: Path, out: Path, arch: str, *, env: Mapping[str, str] 
     document = build_document(project=project, backend="native", wheels=[record], seconds=time.monotonic() - start,
                               cells=[{"id": cell_id, "status": "passed", "wheels": [wheel.name]}])
     extra: dict[str, Any] = {"build": built.mode, "build_seconds": round(built.seconds, 3)}
-    if built.why_emulated:
-        extra["why_emulated"] = built.why_emulated
+    if built.why_emulated:  # its log is kept beside the record, not in the removed scratch folder
+        extra["why_emulated"] = built.why_emulated.replace(str(work / "cross-build.log"),
+                                                           f"logs/cross-build-{lane.arch.name}.log")
     document["emulation"] = emulation_record(lane, **extra)
     return document
