@@ -85,7 +85,11 @@ def verdict_words(entry: ContractEntry) -> str:
     """``gate``/``report`` and whether the result counts: what a reader needs beside its status."""
     if entry.status in ("passed", "skipped"):  # a skipped contract stage never counts: it says why
         return entry.mode
-    return f"{entry.mode}, counted" if entry.counted else f"{entry.mode}, not counted: {entry.excused}"
+    if entry.counted:
+        return f"{entry.mode}: counted"
+    if entry.mode == "report":
+        return "report: shown, never red"
+    return f"gate: not counted ({entry.excused.partition(', and ')[2] or entry.excused})"
 
 
 def detail_lines(entry: ContractEntry) -> list[str]:

@@ -49,7 +49,7 @@ def test_each_result_is_shown_per_cell_and_the_floor_once() -> None:
                      ("contracts-python-floor", None, False)]
     validate("report", report.to_dict())
     text = render(report, "text")
-    assert "runtime libraries [c2]: failed (report, not counted" in text
+    assert "runtime libraries [c2]: failed (report: shown, never red)" in text
     assert "python floor [the project]: failed" in text and "[above-requires-python] pkg/m.py:2: match" in text
 
 
@@ -98,3 +98,12 @@ def test_a_stub_finding_the_abi_diff_claims_is_reported_once_in_ci_results() -> 
     (handed,) = build_report(only, plan, settings=_settings(stubs="gate")).contracts
     assert handed.status == "passed" and handed.findings == ()
     assert [f.kind for f in build_report(only, plan, settings=_settings(stubs="gate")).failures] == ["abi"]
+
+
+def test_a_gate_result_with_nothing_new_says_why_it_does_not_count() -> None:
+    known = _doc("contracts-runtime-libraries", "c1", [{"code": "duplicate-runtime", "message": "two OpenMP"}],
+                 new_findings=0, libraries=[])
+    plan = {"version": 1, "cells": [{"id": "c1", "required": True}]}
+    report = build_report([_doc("build", "c1", []), known], plan, settings=_settings(runtime_libraries="gate"))
+    assert report.conclusion == "success"
+    assert "failed (gate: not counted (no finding is new against the baseline))" in render(report, "text")
