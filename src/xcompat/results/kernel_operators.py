@@ -14,16 +14,26 @@ findings turn the kernels result red is the matrix's ``tests.operators``:
 An operator without declared samples (and whose schema allows no generated inputs) is
 counted "not exercised", never passed. ``build_section`` makes the section,
 ``read_section`` reads it back for the verdict and the report (every field type checked).
+
+``xcompat run`` and CI (``xcompat kernels operators --merge-into``) check and record the
+operators the same way, with the pieces here: the devices of a cell (``operator_devices``),
+one device's command (``device_argv``) and what it gave (``device_run``), the section, and the
+kernels result with it (``merge``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from xcompat import jsonio
+from xcompat.errors import InputError
 from xcompat.results.fields import field_int, field_list, field_num, field_obj, field_str, wrong_type
 from xcompat.results.stage_result import StageResult
+from xcompat.results.status import severity
 
 SETTINGS = ("gate", "report")
 # What `gate` gates; a check not listed (determinism) is reported only.
@@ -34,6 +44,16 @@ CHECK_WORDS = {"opcheck": "opcheck", "result": "result", "determinism": "determi
 SECTION_STATUSES = ("passed", "failed", "reported", "not_run", "none")
 MAX_FINDINGS = 50
 _NAMED = 3  # findings a summary names
+SAMPLES = Path(".xcompat") / "operators.py"
+# The checking child stops itself after 900 s (xcompat.operators.runner); this bounds the command.
+OPERATORS_TIMEOUT_S = 960.0
+# The torch device that checks operators on a cell's accelerator (ROCm's torch names its GPUs cuda).
+TORCH_DEVICE = {"cuda": "cuda", "rocm": "cuda", "mps": "mps"}
+# `xcompat kernels operators` exit codes: a result (passed or failed), a usage or input error
+# (the samples file), the device cannot run here.
+_RESULT_EXITS = (0, 1)
+_INPUT_EXIT = 2
+_UNAVAILABLE_EXIT = 5
 
 
 def gates(check: str, setting: str) -> bool:
@@ -49,6 +69,62 @@ class DeviceRun:
     detail: str = ""
     check: str | None = None  # an error's check: crashed | samples
     document: Mapping[str, Any] | None = None
+
+
+def operator_devices(backend: str | None) -> list[str]:
+    """The torch devices the project's operators are checked on for a cell of ``backend``."""
+    extra = TORCH_DEVICE.get(backend or "")
+    return ["cpu", extra] if extra else ["cpu"]
+
+
+def device_argv(site: str | os.PathLike[str], device: str, out: str | os.PathLike[str],
+                samples: str | os.PathLike[str] | None, cell_id: str | None) -> list[str | os.PathLike[str]]:
+    """The ``xcompat`` arguments that check the operators installed in ``site`` on ``device``."""
+    argv: list[str | os.PathLike[str]] = ["kernels", "operators", "--site", site, "--device", device, "--json", out]
+    if samples is not None:
+        argv += ["--samples", samples]
+    if cell_id:
+        argv += ["--cell-id", cell_id]
+    return argv
+
+
+def device_run(device: str, exit_code: int | None, out: Path, detail: str) -> DeviceRun:
+    """What one device's check (``device_argv``) gave: its exit code, the result it wrote to ``out``,
+    the command's ``detail`` when it wrote none."""
+    if exit_code in _RESULT_EXITS and out.is_file():
+        try:
+            document = jsonio.read_json(out, schema="operators")
+        except InputError as exc:
+            return DeviceRun(device=device, status="error", check="crashed", detail=exc.message)
+        return DeviceRun(device=device, status="ran", document=document)
+    if exit_code == _UNAVAILABLE_EXIT:
+        return DeviceRun(device=device, status="not_run", detail=detail)
+    if exit_code == _INPUT_EXIT:
+        return DeviceRun(device=device, status="error", check="samples", detail=detail)
+    return DeviceRun(device=device, status="error", check="crashed", detail=detail)
+
+
+def read_kernels(path: Path) -> dict[str, Any] | None:
+    """The runner's kernels result to add the operators to (None: there is none to add them to)."""
+    try:
+        document = jsonio.read_json(path) if path.is_file() else None
+    except InputError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def merge(document: Mapping[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """The runner's kernels result with the operators section; failed when a finding gates."""
+    merged = {**document, "operators": section,
+              "summary": f"runner kernels: {document.get('summary') or document.get('status')}; {section['summary']}"}
+    if gating_failed(merged) and severity(str(document.get("status"))) < severity("failed"):
+        merged["status"] = "failed"
+    return merged
+
+
+def write_merged(path: Path, merged: Mapping[str, Any]) -> None:
+    """Write the kernels result with its operators section (``InputError``: it does not validate)."""
+    jsonio.write_json(path, dict(merged), schema="kernels")
 
 
 def _finding(op: str | None, device: str | None, check: str, setting: str, detail: str,

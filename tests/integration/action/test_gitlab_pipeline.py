@@ -211,8 +211,8 @@ def test_plan_job_then_child_jobs(project: tuple[Path, str], tmp_path: Path) -> 
     calls = [c for c in calls if c["argv"][0] != "stage"]
     commands = [c for c in commands if c != "stage"]
     # (no release tag in this history: the cell's abi stage says so and runs no diff)
-    assert commands == ["matrix settings", "build", "probe", "matrix settings", "kernels run", "matrix settings",
-                        "test", "matrix settings", "matrix settings", "run", "matrix settings", "contracts stubs",
+    assert commands == ["matrix settings", "build", "probe", "matrix settings", "kernels run", "kernels operators",
+                        "matrix settings", "test", "matrix settings", "matrix settings", "run", "matrix settings", "contracts stubs",
                         "matrix settings", "contracts libraries", "matrix settings", "contracts python-floor",
                         "matrix settings", "coverage merge", "report", "matrix settings", "abi diff", "gate"]
     # The build job builds from the verified matrix bytes the plan artifact carries, not the checkout's file.

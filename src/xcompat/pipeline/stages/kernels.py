@@ -18,24 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xcompat import jsonio
 from xcompat.errors import InputError
 from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.local import StageResult
-from xcompat.results.kernel_operators import DeviceRun, build_section, gating_failed, not_run_section
-from xcompat.results.status import severity
+from xcompat.results.kernel_operators import (
+    OPERATORS_TIMEOUT_S,
+    SAMPLES,
+    DeviceRun,
+    build_section,
+    device_argv,
+    device_run,
+    merge,
+    not_run_section,
+    operator_devices,
+    read_kernels,
+    write_merged,
+)
 
-SAMPLES = Path(".xcompat") / "operators.py"
-# The checking child stops itself after 900 s (xcompat.operators.runner); this bounds the command.
-OPERATORS_TIMEOUT_S = 960.0
-# The torch device that checks operators on a cell's accelerator (ROCm's torch names its GPUs cuda).
-TORCH_DEVICE = {"cuda": "cuda", "rocm": "cuda", "mps": "mps"}
-# `xcompat kernels operators` exit codes: a result (passed or failed), a usage or input error
-# (the samples file), the device cannot run here.
-_RESULT_EXITS = (0, 1)
-_INPUT_EXIT = 2
-_UNAVAILABLE_EXIT = 5
-
+__all__ = ["STAGE", "KernelsStage", "merge", "operator_devices", "operators_section", "with_operators"]
 
 @dataclass(frozen=True)
 class KernelsStage:
@@ -63,12 +63,6 @@ class KernelsStage:
         return with_operators(context, runner, result)
 
 
-def operator_devices(backend: str | None) -> list[str]:
-    """The torch devices the project's operators are checked on for a cell of ``backend``."""
-    extra = TORCH_DEVICE.get(backend or "")
-    return ["cpu", extra] if extra else ["cpu"]
-
-
 def _samples(context: RunContext) -> Path | None:
     path = context.cfg.project / SAMPLES
     return path if path.is_file() else None
@@ -89,26 +83,10 @@ def check_on(context: RunContext, site: Path, device: str, samples: Path | None)
     p = context.pipe
     with tempfile.TemporaryDirectory(prefix="xcompat-operators-") as tmp:
         out = Path(tmp) / "operators.json"
-        argv: list[str | os.PathLike[str]] = ["kernels", "operators", "--site", site, "--device", device,
-                                              "--json", out]
-        if samples is not None:
-            argv += ["--samples", samples]
-        if context.cell_id:
-            argv += ["--cell-id", context.cell_id]
+        argv = device_argv(site, device, out, samples, context.cell_id)
         res = p.run_command(f"operators-{device.replace(':', '-')}", p.xcompat(*argv),
                             timeout=OPERATORS_TIMEOUT_S)
-        detail = res.detail or res.status
-        if res.exit_code in _RESULT_EXITS and out.is_file():
-            try:
-                document = jsonio.read_json(out, schema="operators")
-            except InputError as exc:
-                return DeviceRun(device=device, status="error", check="crashed", detail=exc.message)
-            return DeviceRun(device=device, status="ran", document=document)
-    if res.exit_code == _UNAVAILABLE_EXIT:
-        return DeviceRun(device=device, status="not_run", detail=detail)
-    if res.exit_code == _INPUT_EXIT:
-        return DeviceRun(device=device, status="error", check="samples", detail=detail)
-    return DeviceRun(device=device, status="error", check="crashed", detail=detail)
+        return device_run(device, res.exit_code, out, res.detail or res.status)
 
 
 def operators_section(context: RunContext) -> dict[str, Any]:
@@ -131,29 +109,17 @@ def operators_section(context: RunContext) -> dict[str, Any]:
     return build_section(runs, setting, shown)
 
 
-def merge(document: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
-    """The runner's kernels result with the operators section; failed when a finding gates."""
-    merged = {**document, "operators": section,
-              "summary": f"runner kernels: {document.get('summary') or document.get('status')}; {section['summary']}"}
-    if gating_failed(merged) and severity(str(document.get("status"))) < severity("failed"):
-        merged["status"] = "failed"
-    return merged
-
-
 def with_operators(context: RunContext, runner: StageResult, path: Path) -> StageResult:
     """Check the project's operators and add them to the kernels result at ``path``."""
-    try:
-        document = jsonio.read_json(path) if path.is_file() else None
-    except InputError:
-        document = None
-    if not isinstance(document, dict):
+    document = read_kernels(path)
+    if document is None:
         runner.detail = "; ".join(filter(None, [runner.detail, "project operators not run: the runner's "
                                                 "kernels wrote no result to add them to"]))
         return runner
     section = operators_section(context)
     merged = merge(document, section)
     try:
-        jsonio.write_json(path, merged, schema="kernels")
+        write_merged(path, merged)
     except InputError as exc:  # xcompat's own bug: the run goes on, the stage says what was lost
         runner.status = "error"
         runner.detail = f"project operators not recorded: {exc.message}"
