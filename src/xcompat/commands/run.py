@@ -54,8 +54,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     lane.add_argument("--arch", default=None, metavar="ARCH",
                       help="run the cells of another Linux architecture (aarch64, ppc64le, s390x) on this machine "
                       "under QEMU user mode: the wheel cross built here (else built in an emulated Debian root), "
-                      "the tests run in that root, the ABI read natively; coverage and, without torch in the "
-                      "root, the kernels are not run (the report says so)")
+                      "the tests run in that root, the ABI read natively; coverage, the kernels and the checks "
+                      "that load the wheel on this machine are not run (the report says so)")
     lane.add_argument("--floor", default=None, metavar="LEVEL",
                       help="with --arch: run the tests on the QEMU CPU model of this ISA level (armv8.0-a, power8, "
                       "...), overriding the matrix's abi.isa-floors for that arch (local runs only)")
@@ -69,6 +69,10 @@ def _stage_option(parser: argparse.ArgumentParser) -> None:
                         "a CI job runs one stage this way")
     parser.add_argument("--cell", metavar="ID", default=None,
                         help="the cell to run, one this machine serves (default: its first required cell)")
+    parser.add_argument("--pythons", choices=("all", "here"), default=os.environ.get("XCOMPAT_RUN_PYTHONS", "all"),
+                        help="all: also run the cells of the matrix's other Pythons this machine has (pyenv, "
+                        "uv-managed, PATH), each in a venv of its interpreter; here: only this interpreter's "
+                        "(default: all, or $XCOMPAT_RUN_PYTHONS)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -78,10 +82,10 @@ def execute(args: argparse.Namespace) -> int:
     config = resolve_config(args)
     if getattr(args, "arch", None) or getattr(args, "floor", None):
         config = _with_lane(config, args)
-    if args.cell:
+    if args.cell or args.pythons == "here":
         from dataclasses import replace
 
-        config = replace(config, cell=args.cell)
+        config = replace(config, cell=args.cell, other_pythons=args.pythons == "all")
     return run_pipeline(config, isolation=args.isolation, stages=args.stages or None)
 
 
