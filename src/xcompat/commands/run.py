@@ -69,10 +69,6 @@ def _stage_option(parser: argparse.ArgumentParser) -> None:
                         "a CI job runs one stage this way")
     parser.add_argument("--cell", metavar="ID", default=None,
                         help="the cell to run, one this machine serves (default: its first required cell)")
-    parser.add_argument("--pythons", choices=("all", "here"), default=os.environ.get("XCOMPAT_RUN_PYTHONS", "all"),
-                        help="all: also run the cells of the matrix's other Pythons this machine has (pyenv, "
-                        "uv-managed, PATH), each in a venv of its interpreter; here: only this interpreter's "
-                        "(default: all, or $XCOMPAT_RUN_PYTHONS)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -82,10 +78,10 @@ def execute(args: argparse.Namespace) -> int:
     config = resolve_config(args)
     if getattr(args, "arch", None) or getattr(args, "floor", None):
         config = _with_lane(config, args)
-    if args.cell or args.pythons == "here":
+    if args.cell:
         from dataclasses import replace
 
-        config = replace(config, cell=args.cell, other_pythons=args.pythons == "all")
+        config = replace(config, cell=args.cell)
     return run_pipeline(config, isolation=args.isolation, stages=args.stages or None)
 
 
