@@ -69,7 +69,8 @@ def test_a_lane_runs_the_native_tests_and_the_report_marks_it_emulated(
     project = _project("byteorder_ext", tmp_path)
     native = native_outcomes(project, tmp_path / "native", ["tests"])
     assert len(native) == 6 and set(native.values()) == {"passed"}
-    code, report, output = _run(project, tmp_path / "out", "--arch", arch)
+    baseline = shutil.copytree(project, tmp_path / "baseline")  # the last release: the same code
+    code, report, output = _run(project, tmp_path / "out", "--arch", arch, "--baseline", str(baseline))
     found = outcomes(tmp_path / "out" / "test.json")
     assert set(found) == set(native), output[-3000:]  # the same tests, by node id
     assert {n for n, o in found.items() if o != "passed"} == failing, output[-3000:]
@@ -81,6 +82,9 @@ def test_a_lane_runs_the_native_tests_and_the_report_marks_it_emulated(
     assert emulation["cpu"] == floor_cpu and emulation["label"].startswith(f"emulated: QEMU {emulation['qemu'][:3]}")
     markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert f"linux {arch} (emulated: QEMU" in markdown and "cross build" in markdown
+    # the baseline is built for the lane too, and the diff reads both foreign wheels natively
+    assert report["abi"]["compared"] and report["abi"]["required_bump"] == "none", output[-3000:]
+    assert f"linux_{arch}.whl" in " ".join(p.name for p in (tmp_path / "out" / "baseline").rglob("*.whl"))
     stages = {s["kind"]: s for s in cell["stages"]}
     assert stages["coverage"]["status"] == "skipped" and "native cells" in stages["coverage"]["summary"]
     # the root has Python 3.11 only: the matrix's 3.13 cell of the arch is not run here, and says so
