@@ -9,9 +9,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The suite's `xcompat run`s judge this interpreter's cells: a run also starts the matrix's other
+# Pythons this machine has (a venv each, the cells' frameworks installed), which
+# tests/integration/pipeline/test_run_pythons.py covers on its own.
+os.environ.setdefault("XCOMPAT_RUN_PYTHONS", "here")
 
 
 @pytest.fixture(scope="session")

@@ -67,8 +67,16 @@ def _stage_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stage", action="append", dest="stages", metavar="NAME", default=[],
                         help=f"run only this stage (repeatable; in the table's order): {', '.join(PIPELINE)}; "
                         "a CI job runs one stage this way")
+    parser.add_argument("--expect-sha256", metavar="SHA256", default=None,
+                        help="the matrix is the copy of a verified matrix (a CI job's): its bytes must have "
+                        "this hash, and its signature is not checked again")
     parser.add_argument("--cell", metavar="ID", default=None,
                         help="the cell to run, one this machine serves (default: its first required cell)")
+    parser.add_argument("--pythons", choices=("all", "here"), default=os.environ.get("XCOMPAT_RUN_PYTHONS"),
+                        help="all: also run the cells of the matrix's other Pythons this machine has (pyenv, "
+                        "uv-managed, PATH), each in a venv of its interpreter with the cells' frameworks; here: "
+                        "only this interpreter's (default: $XCOMPAT_RUN_PYTHONS, else all for a project and "
+                        "here for the bundled demo)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -78,10 +86,11 @@ def execute(args: argparse.Namespace) -> int:
     config = resolve_config(args)
     if getattr(args, "arch", None) or getattr(args, "floor", None):
         config = _with_lane(config, args)
-    if args.cell:
+    pythons = args.pythons or ("here" if args.project is None else "all")
+    if args.cell or pythons == "here":
         from dataclasses import replace
 
-        config = replace(config, cell=args.cell)
+        config = replace(config, cell=args.cell, other_pythons=pythons == "all")
     return run_pipeline(config, isolation=args.isolation, stages=args.stages or None)
 
 

@@ -56,6 +56,7 @@ class RunConfig:
     # `xcompat run --arch`: the emulated lane the cells of another architecture run on (None: natively)
     lane: EmulatedLane | None = None
     cell: str | None = None  # `--cell`: the cell to run among those of this machine (default: the first required)
+    other_pythons: bool = True  # `--pythons all`: the cells of the matrix's other Pythons this machine has too
 
 
 @dataclass(kw_only=True)

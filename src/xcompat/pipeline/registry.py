@@ -22,6 +22,7 @@ from xcompat.pipeline.stages import (
     kernels,
     plan,
     probe,
+    pythons,
     report,
     test,
     verify,
@@ -41,6 +42,7 @@ PIPELINE: dict[str, Stage] = {stage.name: stage for stage in (
     contracts_stubs.STAGE,
     contracts_runtime_libraries.STAGE,
     contracts_python_floor.STAGE,
+    pythons.STAGE,
     report.STAGE,
 )}
 _BUILT_IN = frozenset(PIPELINE)

@@ -67,6 +67,12 @@ def run_pipeline(config: RunConfig, *, isolation: str = "auto", stages: list[str
     start = time.monotonic()
     results = pipe.execute(sequence, current_cell=lambda: context.cell_id)
     elapsed = time.monotonic() - start
+    if stages is not None and "report" not in stages:
+        # no report stage to write them: the envelopes of the stages that ran, for whoever reads
+        # this folder's results (a CI job, or the run that started this one for another Python)
+        from xcompat.pipeline.envelopes import write_stage_envelopes
+
+        write_stage_envelopes(context)
     out = _publish(pipe, {
         "version": RUN_VERSION,
         "project": str(config.project),

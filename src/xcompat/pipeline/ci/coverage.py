@@ -42,6 +42,8 @@ def _cell(inputs: CiInputs) -> CiStep:
     run = inputs.out / ".coverage-run"
     argv = ["run", inputs.project_dir, "--matrix", str(inputs.verified), "--cell", inputs.cell,
             "--stage", "plan", "--stage", "coverage", "--out", str(run)]
+    if inputs.matrix_sha256:  # the plan job verified these bytes: the run checks their hash, not a signature
+        argv += ["--expect-sha256", inputs.matrix_sha256]
     collected = run / ".inputs" / "coverage-cell.json"
 
     def keep() -> None:

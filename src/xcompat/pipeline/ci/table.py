@@ -36,6 +36,9 @@ CI_STAGES: dict[str, CiStage] = {stage.name: stage for stage in (
 # job, the baseline is made by the abi stage. Every other stage of the run is a CI stage of its
 # own name (tests check that the action, the workflows and the GitLab template run them all).
 PART_OF = {"verify": "plan", "baseline": "abi"}
+# Stages of ``xcompat run`` that CI has no use for: it runs each cell in a job on the cell's own
+# Python, where a local run starts the other Pythons' cells itself.
+LOCAL_ONLY = frozenset({"pythons"})
 # Stages CI has that ``xcompat run`` has not: the release gate.
 CI_ONLY = frozenset({"gate"})
 # The xcompat extras each stage installs when the job names none (the action's `extras` input).
@@ -55,7 +58,7 @@ def ci_stage_names() -> list[str]:
     it is part of), then the CI-only ones."""
     from xcompat.pipeline.registry import PIPELINE
 
-    names = [PART_OF.get(name, name) for name in PIPELINE]
+    names = [PART_OF.get(name, name) for name in PIPELINE if name not in LOCAL_ONLY]
     # a stage runs where its last part does (the baseline is made by the abi stage, at its place)
     ordered = list(dict.fromkeys(reversed(names)))[::-1]
     return [*ordered, *sorted(CI_ONLY)]

@@ -94,6 +94,11 @@ def not_run_here(context: RunContext, here: set[str], system: str, arch: str,
             continue
         if c.python != python:
             why = elsewhere_python(context, c.python, python)
+            if c.platform == system and c.arch == arch and c.backend in backends:
+                # only its Python keeps it from here: the pythons stage runs it when this machine has one
+                out.append({"id": c.id, "required": c.required, "why": why, "python": c.python,
+                            "only_python": True, "frameworks": dict(c.frameworks)})
+                continue
         elif c.platform != system or c.arch != arch:
             why = elsewhere_arch(context, f"{c.platform}/{c.arch}", f"{system}/{arch}")
         elif c.backend not in backends:
