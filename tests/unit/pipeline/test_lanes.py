@@ -97,6 +97,18 @@ def test_ci_refuses_a_floor_the_signed_matrix_does_not_set(tmp_path: Path, monke
         run_command._with_lane(config, _parse(".", "--arch", "aarch64", "--floor", "armv8.2-a"))
 
 
+def test_xcompat_build_refuses_an_arch_it_cannot_emulate_in_one_line(tmp_path: Path) -> None:
+    from xcompat.commands import build as build_command
+
+    parser = argparse.ArgumentParser()
+    build_command.configure_parser(parser)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '1'\n", encoding="utf-8")
+    args = parser.parse_args([str(tmp_path), "--arch", "riscv64", "--out", str(tmp_path / "out")])
+    with pytest.raises(InputError, match="cannot emulate the architecture 'riscv64'"):
+        build_command.execute(args)
+    assert not (tmp_path / "out" / "build.json").exists()
+
+
 def test_the_plan_of_a_lane_is_its_arch_its_roots_python_and_the_cpu(tmp_path: Path) -> None:
     native = _context(tmp_path, None)
     assert lanes.plan_target(native, "x86_64", "3.12", ["cpu", "cuda"]) == ("x86_64", "3.12", ["cpu", "cuda"])
