@@ -26,8 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from xcompat.errors import UsageError
-from xcompat.settings.sections import SECTIONS
 from xcompat.settings.mapping_types import make_type
+from xcompat.settings.sections import SECTIONS
 from xcompat.settings.value_types import ListOf, ValueType
 
 TABLE_PATH = Path(__file__).with_name("table.json")

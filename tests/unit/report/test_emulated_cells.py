@@ -10,8 +10,8 @@ import jsonschema
 from tests.helpers.report import make_cell, make_plan, make_test, make_test_result, stage_result
 
 from xcompat.report import build_report, render
-from xcompat.report.model import Report
 from xcompat.report.emulation import emulation_of
+from xcompat.report.model import Report
 from xcompat.resources import schema_path
 from xcompat.results.stage_result import StageResult
 
