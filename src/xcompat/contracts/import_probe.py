@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,8 +45,11 @@ def probe_imports(modules: Sequence[str], *, paths: Sequence[Path] = (), python:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), *filter(None, [env.get("PYTHONPATH", "")])])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    run = run_tool([python or sys.executable, "-c", _SCRIPT, str(MAPS_LIMIT), *modules], what="import probe",
-                   timeout=TIMEOUT_S, env=env, limit=4 * MAPS_LIMIT)
+    # from an empty folder: `-c` puts the working folder first on sys.path, and a project's checkout
+    # there would shadow the installed wheel whose libraries are the question
+    with tempfile.TemporaryDirectory(prefix="xcompat-import-probe-") as empty:
+        run = run_tool([python or sys.executable, "-c", _SCRIPT, str(MAPS_LIMIT), *modules], what="import probe",
+                       timeout=TIMEOUT_S, env=env, cwd=Path(empty), limit=4 * MAPS_LIMIT)
     if run.returncode != 0:
         raise ToolError(f"importing {', '.join(modules)} failed (exit {run.returncode})",
                         details=run.errors.splitlines()[-15:])
