@@ -31,7 +31,13 @@ from xcompat.ci import is_ci
 from xcompat.errors import UsageError
 from xcompat.settings.formats import settings_from_document, settings_from_plan
 from xcompat.settings.resolved import Settings
-from xcompat.settings.sections import AbiPolicy, ContractsSettings, CoverageThresholds, GateSettings, TestSettings
+from xcompat.settings.sections import (
+    AbiPolicy,
+    ContractsSettings,
+    CoverageThresholds,
+    GateSettings,
+    TestSettings,
+)
 from xcompat.settings.table import (
     build_sections,
     defaults,

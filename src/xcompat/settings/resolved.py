@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from xcompat.settings.sections import AbiPolicy, ContractsSettings, CoverageThresholds, GateSettings, TestSettings
+from xcompat.settings.sections import (
+    AbiPolicy,
+    ContractsSettings,
+    CoverageThresholds,
+    GateSettings,
+    TestSettings,
+)
 from xcompat.settings.table import setting_row, setting_rows, typed_value
 
 SETTINGS_VERSION = 1
