@@ -9,7 +9,6 @@ kernels stage runs it after ``xcompat kernels run``.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,6 @@ from xcompat.outputs import OutputFile
 if TYPE_CHECKING:
     from xcompat.results.kernel_operators import DeviceRun
 
-_LOG_PREFIX = re.compile(r"^(?:\d\d:\d\d:\d\d )?(?:error: |warning: )?")
 _TAIL = 64 * 1024  # of a device check's output kept for its one-line detail
 
 
@@ -41,6 +39,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerances", type=Path, default=None, metavar="FILE",
                         help="a JSON or TOML table of dtype -> {rtol, atol} overriding the defaults")
     parser.add_argument("--no-opcheck", action="store_true", help="skip torch.library.opcheck")
+    parser.add_argument("--skip-operator", action="append", default=[], metavar="NS::NAME",
+                        help="list this operator without checking it (one that crashes the check); repeatable")
     parser.add_argument("--cell-id", help="the matrix cell this result belongs to")
     parser.add_argument("--json", type=OutputFile(), metavar="OUT", help="write the versioned JSON result to OUT ('-' for stdout)")
     parser.add_argument("--merge-into", type=Path, default=None, metavar="KERNELS_JSON",
@@ -99,7 +99,8 @@ def _check(args: argparse.Namespace, site: Path, device: str) -> int:
         except (OSError, ValueError) as exc:
             raise InputError(str(exc), hint="a table of dtype -> {rtol, atol}") from None
     doc = run_operators(site, samples=_samples_path(args.samples), device=device,
-                        cell_id=args.cell_id, tolerances=tolerances, opcheck=not args.no_opcheck)
+                        cell_id=args.cell_id, tolerances=tolerances, opcheck=not args.no_opcheck,
+                        skip=args.skip_operator)
     validate("operators", doc, source="operators result")
     if str(args.json) == "-":
         sys.stdout.write(dump_json(doc))
@@ -182,14 +183,22 @@ def _merge_into(args: argparse.Namespace, devices: list[str]) -> int:
 
 
 def _device_check(site: Path, device: str, samples: Path | None, cell_id: str | None) -> DeviceRun:
-    """One device's check in a process of its own, as ``xcompat run`` runs it; its output is shown."""
-    from xcompat.results.kernel_operators import OPERATORS_TIMEOUT_S, device_argv, device_run
+    """One device's check in a process of its own, as ``xcompat run`` runs it (again without an
+    operator that crashed it); its output is shown."""
+    from xcompat.results.kernel_operators import check_device
+
+    return check_device(device, lambda skip, tries: _attempt(site, device, samples, cell_id, skip))
+
+
+def _attempt(site: Path, device: str, samples: Path | None, cell_id: str | None, skip: list[str]) -> DeviceRun:
+    from xcompat.results.kernel_operators import OPERATORS_TIMEOUT_S, device_argv, device_run, output_detail
 
     with tempfile.TemporaryDirectory(prefix="xcompat-operators-") as tmp:
         out = Path(tmp) / "operators.json"
         argv = [sys.executable, "-I", "-m", "xcompat",
-                *(str(a) for a in device_argv(site, device, out, samples, cell_id))]
-        print(f"kernels operators: checking on {device}", flush=True)
+                *(str(a) for a in device_argv(site, device, out, samples, cell_id, skip))]
+        print(f"kernels operators: checking on {device}" + (f" without {', '.join(skip)}" if skip else ""),
+              flush=True)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=False,
                                   timeout=OPERATORS_TIMEOUT_S)
@@ -197,6 +206,5 @@ def _device_check(site: Path, device: str, samples: Path | None, cell_id: str | 
             return device_run(device, None, out, f"timed out after {OPERATORS_TIMEOUT_S:.0f}s")
         sys.stdout.write(proc.stdout[-_TAIL:])
         sys.stderr.write(proc.stderr[-_TAIL:])
-        tail = [line for line in (proc.stdout[-_TAIL:] + proc.stderr[-_TAIL:]).splitlines() if line.strip()]
-        detail = f"exit {proc.returncode}" + (f": {_LOG_PREFIX.sub('', tail[-1].strip(), count=1)}" if tail else "")
-        return device_run(device, proc.returncode, out, detail)
+        return device_run(device, proc.returncode, out,
+                          output_detail(proc.returncode, proc.stdout[-_TAIL:] + proc.stderr[-_TAIL:]))

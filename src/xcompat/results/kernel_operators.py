@@ -24,8 +24,10 @@ kernels result with it (``merge``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,12 @@ TORCH_DEVICE = {"cuda": "cuda", "rocm": "cuda", "mps": "mps"}
 _RESULT_EXITS = (0, 1)
 _INPUT_EXIT = 2
 _UNAVAILABLE_EXIT = 5
+# A crashed check names what it was running (xcompat.operators.runner's error): "... ended with
+# signal 11 while checking ns::op on cpu, float32, 0-dim (sample 1) and no result; ..."
+_CRASHED = re.compile(r"while checking (?P<op>[A-Za-z_][\w.]*::[\w.]+) on \S+, (?P<case>.+?) and no result")
+MAX_CRASHES = 16  # operators set aside per device before the check gives up
+_LOG_PREFIX = re.compile(r"^(?:\d\d:\d\d:\d\d )?(?:error: |warning: )?")
+_DETAIL_TAIL = 64 * 1024  # of a device check's output, read for its detail
 
 
 def gates(check: str, setting: str) -> bool:
@@ -69,6 +77,9 @@ class DeviceRun:
     detail: str = ""
     check: str | None = None  # an error's check: crashed | samples
     document: Mapping[str, Any] | None = None
+    # operators that crashed an earlier check of this device, set aside for this one:
+    # (operator, the derived case it was checking, the error)
+    crashes: tuple[tuple[str, str, str], ...] = ()
 
 
 def operator_devices(backend: str | None) -> list[str]:
@@ -78,14 +89,52 @@ def operator_devices(backend: str | None) -> list[str]:
 
 
 def device_argv(site: str | os.PathLike[str], device: str, out: str | os.PathLike[str],
-                samples: str | os.PathLike[str] | None, cell_id: str | None) -> list[str | os.PathLike[str]]:
+                samples: str | os.PathLike[str] | None, cell_id: str | None,
+                skip: Sequence[str] = ()) -> list[str | os.PathLike[str]]:
     """The ``xcompat`` arguments that check the operators installed in ``site`` on ``device``."""
     argv: list[str | os.PathLike[str]] = ["kernels", "operators", "--site", site, "--device", device, "--json", out]
     if samples is not None:
         argv += ["--samples", samples]
     if cell_id:
         argv += ["--cell-id", cell_id]
+    for op in skip:
+        argv += ["--skip-operator", op]
     return argv
+
+
+def output_detail(exit_code: int | None, output: str) -> str:
+    """A device check's one-line detail from the tail of its output: the line that names the
+    operator a crash was checking (the error, whatever lines follow it), else its last line."""
+    lines = [line.strip() for line in output[-_DETAIL_TAIL:].splitlines() if line.strip()]
+    named = [line for line in lines if _CRASHED.search(line)]
+    last = _LOG_PREFIX.sub("", (named or lines or [""])[-1], count=1)
+    return f"exit {exit_code}" + (f": {last}" if last else "")
+
+
+def crashed_operator(run: DeviceRun) -> tuple[str, str] | None:
+    """The operator and derived case a crashed check was running (from the error that
+    ``xcompat kernels operators`` gives for a crash); None: not a crash, or not named."""
+    if run.status != "error" or run.check != "crashed":
+        return None
+    found = _CRASHED.search(run.detail)
+    return (found["op"], found["case"]) if found else None
+
+
+def check_device(device: str, attempt: Callable[[list[str], int], DeviceRun],
+                 budget_s: float = OPERATORS_TIMEOUT_S) -> DeviceRun:
+    """Check one device with ``attempt(skip, tries_before)``. A crash names the operator it was
+    checking: that operator is recorded as crashed and the device checked again without it, so
+    one operator that crashes does not hide the others' results (at most ``MAX_CRASHES`` times,
+    within ``budget_s``)."""
+    crashes: list[tuple[str, str, str]] = []
+    start = time.monotonic()
+    while True:
+        run = attempt([op for op, _, _ in crashes], len(crashes))
+        found = crashed_operator(run)
+        if (found is None or found[0] in {op for op, _, _ in crashes} or len(crashes) >= MAX_CRASHES
+                or time.monotonic() - start > budget_s):
+            return replace(run, crashes=tuple(crashes))
+        crashes.append((found[0], found[1], run.detail))
 
 
 def device_run(device: str, exit_code: int | None, out: Path, detail: str) -> DeviceRun:
@@ -151,7 +200,7 @@ def _named(finding: Mapping[str, Any]) -> str:
         where = f"on {finding['device']}: " if finding["device"] else ""
         return f"{where}{CHECK_WORDS.get(finding['check'], finding['check'])}: {finding['detail'][:200]}"
     what = finding["case"] or CHECK_WORDS.get(finding["check"], finding["check"])
-    if finding["check"] in ("determinism", "nan_from_finite") and finding["case"]:
+    if finding["check"] in ("determinism", "nan_from_finite", "crashed") and finding["case"]:
         what = f"{CHECK_WORDS[finding['check']]}, {what}"
     return f"{finding['operator']} on {finding['device']}, {what}"
 
@@ -176,12 +225,19 @@ def _counts(total: int, passed: int, failed: int, not_exercised: int,
             "gating_findings": gating, "reported_findings": len(findings) - gating}
 
 
-def build_section(runs: Sequence[DeviceRun], setting: str, samples: str | None) -> dict[str, Any]:
-    """The ``operators`` section from one run per device (``setting``: ``tests.operators``)."""
+def _collect(runs: Sequence[DeviceRun], setting: str
+             ) -> tuple[list[dict[str, Any]], dict[str, bool], dict[str, bool], set[str]]:
+    """The runs' findings; per operator whether it ran a case on some device and whether only
+    on inputs from its schema; the operators that crashed a check."""
     findings: list[dict[str, Any]] = []
-    exercised: dict[str, bool] = {}  # operator -> ran a case on some device
+    exercised: dict[str, bool] = {}
     schema_only: dict[str, bool] = {}
+    crashed: set[str] = set()
     for run in runs:
+        for op, case, detail in run.crashes:
+            findings.append(_finding(op, run.device, "crashed", setting, detail, case))
+            crashed.add(op)
+            exercised.setdefault(op, False)
         if run.status == "error":
             findings.append(_finding(None, run.device, run.check or "crashed", setting, run.detail))
         for op in (run.document or {}).get("operators", ()):
@@ -190,6 +246,12 @@ def build_section(runs: Sequence[DeviceRun], setting: str, samples: str | None) 
             exercised[name] = exercised.get(name, False) or ran
             schema_only[name] = schema_only.get(name, True) and (op.get("samples") == "schema" or not ran)
             findings.extend(_op_findings(op, run.device, setting))
+    return findings, exercised, schema_only, crashed
+
+
+def build_section(runs: Sequence[DeviceRun], setting: str, samples: str | None) -> dict[str, Any]:
+    """The ``operators`` section from one run per device (``setting``: ``tests.operators``)."""
+    findings, exercised, schema_only, crashed = _collect(runs, setting)
     if not any(run.document for run in runs):
         reasons = "; ".join(f"{r.device}: {r.detail}" for r in runs) or "no device to check on"
         section = not_run_section(reasons, setting, counts_against=False, samples=samples)
@@ -204,7 +266,7 @@ def build_section(runs: Sequence[DeviceRun], setting: str, samples: str | None) 
     # an operator with findings that do not gate is not "passed": it is reported
     reported_ops = {f["operator"] for f in findings if f["operator"]} - failed_ops
     passed = [n for n, ran in exercised.items() if ran and n not in failed_ops | reported_ops]
-    unexercised = sorted(n for n, ran in exercised.items() if not ran)
+    unexercised = sorted(n for n, ran in exercised.items() if not ran and n not in crashed)
     gating = [f for f in findings if f["gating"]]
     reported = [f for f in findings if not f["gating"]]
     guessed = sum(1 for n in passed if schema_only.get(n))

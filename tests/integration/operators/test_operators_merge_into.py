@@ -75,3 +75,61 @@ def test_options_that_do_not_go_together_are_refused(tmp_path, extra, said) -> N
 def test_a_wheel_that_is_not_there_is_refused_naming_it(tmp_path) -> None:
     run = _xcompat("kernels", "operators", "--wheel", tmp_path / "gone.whl", cwd=tmp_path)
     assert run.returncode == 2 and "gone.whl" in run.stderr and "no such wheel" in run.stderr
+
+
+CRASHING = '''
+import os
+import signal
+
+import torch
+
+lib = torch.library.Library("pyops", "DEF")
+lib.define("double(Tensor x) -> Tensor")
+lib.define("fragile(Tensor x) -> Tensor")
+lib.define("zfragile(Tensor x) -> Tensor")
+lib.impl("double", lambda x: x * 2, "CompositeExplicitAutograd")
+
+
+def fragile(x):
+    if not x.is_contiguous():
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x + 1
+
+
+lib.impl("fragile", fragile, "CompositeExplicitAutograd")
+lib.impl("zfragile", lambda x: x + 1 if x.dim() else os.kill(os.getpid(), signal.SIGSEGV),
+         "CompositeExplicitAutograd")
+'''
+CRASHING_SAMPLES = '''
+import torch
+
+SAMPLES = {name: (lambda: [(torch.randn(3, 4),)]) for name in ("pyops::double", "pyops::fragile", "pyops::zfragile")}
+'''
+
+
+@pytest.mark.slow
+def test_an_operator_that_crashes_is_named_and_the_others_are_still_checked(tmp_path, kernels_json) -> None:
+    site = tmp_path / "site"
+    (site / "pyops").mkdir(parents=True)
+    (site / "pyops" / "__init__.py").write_text(CRASHING)
+    samples = tmp_path / "operators.py"
+    samples.write_text(CRASHING_SAMPLES)
+    run = _xcompat("kernels", "operators", "--site", site, "--samples", samples, "--merge-into", kernels_json,
+                   cwd=tmp_path)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    doc = json.loads(kernels_json.read_text())
+    validate("kernels", doc)
+    section = doc["operators"]
+    crashes = [(f["operator"], f["case"]) for f in section["findings"] if f["check"] == "crashed"]
+    # each crash in turn: the check ran again without the operator that crashed it
+    assert crashes == [("pyops::fragile", "non-contiguous, float32"), ("pyops::zfragile", "float32, 0-dim")]
+    assert all(f["gating"] and f["device"] == "cpu" for f in section["findings"] if f["check"] == "crashed")
+    assert section["summary"].startswith(
+        "project operators 3: 1 passed, 2 failed: pyops::fragile on cpu, crashed, non-contiguous, float32; "
+        "pyops::zfragile on cpu, crashed, float32, 0-dim")
+    (device,) = section["devices"]
+    ops = {op["name"]: op for op in device["result"]["operators"]}
+    assert ops["pyops::double"]["status"] == "passed"
+    assert ops["pyops::fragile"]["reason"] == ops["pyops::zfragile"]["reason"] == (
+        "not checked here: it crashed the checking process")
+    assert section["counts"]["not_exercised"] == 0 and section["counts"]["failed"] == 2

@@ -26,11 +26,13 @@ from xcompat.results.kernel_operators import (
     SAMPLES,
     DeviceRun,
     build_section,
+    check_device,
     device_argv,
     device_run,
     merge,
     not_run_section,
     operator_devices,
+    output_detail,
     read_kernels,
     write_merged,
 )
@@ -59,6 +61,10 @@ class KernelsStage:
             backend = context.cell_backend()
             if backend and backend != "cpu":
                 argv += ["--required-backend", backend]
+        if context.cfg.lane is not None:  # an emulated lane: the same command, in the lane's root
+            from xcompat.pipeline.lanes import run_kernels
+
+            return run_kernels(context, p.xcompat(*argv), result)
         runner = p.run_command("kernels", p.xcompat(*argv), outputs=[result])
         return with_operators(context, runner, result)
 
@@ -79,14 +85,31 @@ def _no_wheel(context: RunContext) -> tuple[str, bool] | None:
 
 
 def check_on(context: RunContext, site: Path, device: str, samples: Path | None) -> DeviceRun:
-    """One ``xcompat kernels operators`` run on ``device``, its log in logs/operators-<device>.log."""
+    """``xcompat kernels operators`` on ``device``, its log in logs/operators-<device>.log; again
+    without an operator that crashed it (logs/operators-<device>-2.log, ...)."""
     p = context.pipe
-    with tempfile.TemporaryDirectory(prefix="xcompat-operators-") as tmp:
-        out = Path(tmp) / "operators.json"
-        argv = device_argv(site, device, out, samples, context.cell_id)
-        res = p.run_command(f"operators-{device.replace(':', '-')}", p.xcompat(*argv),
-                            timeout=OPERATORS_TIMEOUT_S)
-        return device_run(device, res.exit_code, out, res.detail or res.status)
+
+    def attempt(skip: list[str], tries: int) -> DeviceRun:
+        with tempfile.TemporaryDirectory(prefix="xcompat-operators-") as tmp:
+            out = Path(tmp) / "operators.json"
+            argv = device_argv(site, device, out, samples, context.cell_id, skip)
+            name = f"operators-{device.replace(':', '-')}" + (f"-{tries + 1}" if tries else "")
+            res = p.run_command(name, p.xcompat(*argv), timeout=OPERATORS_TIMEOUT_S)
+            detail = res.detail or res.status
+            if res.exit_code not in (None, 0, 1) and res.log:  # the error line, not the details after it
+                detail = output_detail(res.exit_code, _tail(p.stage_dir / res.log))
+            return device_run(device, res.exit_code, out, detail)
+
+    return check_device(device, attempt)
+
+
+def _tail(log: Path, size: int = 64 * 1024) -> str:
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, log.stat().st_size - size))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def operators_section(context: RunContext) -> dict[str, Any]:
