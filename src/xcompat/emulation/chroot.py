@@ -18,6 +18,7 @@ from pathlib import Path
 
 from xcompat.errors import UnavailableError
 
+ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 ROOT_CA = "/etc/ssl/certs/xcompat-host-ca.crt"
 # pip's settings that reach the index from inside the root the way they do on the host
@@ -54,7 +55,7 @@ def prepare(root: Path) -> None:
 
 
 def _environment(run: RootRun) -> dict[str, str]:
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+    env = {"PATH": ROOT_PATH, "HOME": "/root",
            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     env.update({k: os.environ[k] for k in _PASSED if k in os.environ})
     if (run.root / ROOT_CA.lstrip("/")).is_file():

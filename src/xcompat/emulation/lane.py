@@ -21,7 +21,7 @@ from typing import Any
 import xcompat
 from xcompat.emulation.arches import Arch, arch, host_arch
 from xcompat.emulation.binfmt import Emulator, emulator
-from xcompat.emulation.chroot import Bind, RootRun, command, prepare, run_in_root
+from xcompat.emulation.chroot import ROOT_PATH, Bind, RootRun, command, prepare, run_in_root
 from xcompat.emulation.roots import DEFAULT_SUITE, RootSpec, ensure_root, root_python
 from xcompat.errors import ToolError
 from xcompat.resources import data_dir
@@ -61,6 +61,7 @@ class Lane:
         """The host command that runs ``argv`` (a Python command line: ``argv[0]`` is an
         interpreter) in the root, with ``binds`` and ``cwd`` at their host paths."""
         passed = {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES)}
+        passed["PATH"] = f"{VENV}/bin:{ROOT_PATH}"  # as in an activated venv: its tools (ninja) first
         return command(self.root_run([*binds, cwd], passed), [self.interpreter, *argv[1:]], cwd=str(cwd))
 
 

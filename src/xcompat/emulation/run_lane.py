@@ -2,7 +2,8 @@
 
 The stages see the lane through ``xcompat.pipeline.lane_api.EmulatedLane``: its architecture,
 its root's Python, whether the root has torch, how a command runs there, and what a result
-records of it (``emulation``: arch, QEMU version, CPU model, floor, root). The build stage
+records of it (``emulation``: arch, QEMU version, CPU model, floor, root), torch for the
+kernels (installed in the root once), and the lane at its feature-rich CPU model. The build stage
 runs ``xcompat build --arch``, which builds the lane's wheel with :func:`build_record` (cross
 built on the host where the project allows, else in the root) and writes the ordinary
 ``build.json``, audited as every wheel is, with the ``emulation`` object added.
@@ -16,12 +17,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from xcompat.emulation.lane import VENV, Lane, open_lane, xcompat_copy
 from xcompat.emulation.roots import DEFAULT_SUITE, suite_for
+from xcompat.emulation.torch_lane import ensure_torch, has_torch, site_packages, torch_version
+from xcompat.errors import XcompatError
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,23 @@ class RunLane:
 
     @property
     def has_torch(self) -> bool:
-        site = self.lane.root / VENV.lstrip("/") / "lib" / f"python{self.python}" / "site-packages"
-        return (site / "torch").is_dir()
+        return has_torch(site_packages(self.lane.root, VENV, self.python))
+
+    @property
+    def torch(self) -> str | None:
+        return torch_version(self.lane.arch)
+
+    def ensure_torch(self) -> str | None:
+        try:
+            ensure_torch(self.lane.root, VENV, self.python, self.lane.arch)
+        except XcompatError as err:
+            return err.message
+        return None
+
+    def feature_rich(self) -> RunLane | None:
+        if self.lane.floor is None:
+            return None
+        return replace(self, lane=replace(self.lane, cpu=self.lane.arch.rich, floor=None))
 
     def describe(self) -> dict[str, Any]:
         return {key: value for key, value in self.lane.describe().items()}

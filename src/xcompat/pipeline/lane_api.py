@@ -33,6 +33,21 @@ class EmulatedLane(Protocol):
         """Whether the root's environment has torch (the conformance kernels need it)."""
         ...
 
+    @property
+    def torch(self) -> str | None:
+        """The torch release the lane installs for the kernels; None: there is none for its arch."""
+        ...
+
+    def ensure_torch(self) -> str | None:
+        """Install torch in the root's environment when it lacks it (once, from a cached wheel).
+        None: it has torch now; else why it cannot."""
+        ...
+
+    def feature_rich(self) -> EmulatedLane | None:
+        """The same lane at the feature-rich CPU model, for a lane at an ISA floor (None: this
+        lane already runs at that model)."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """The ``emulation`` object of a result: arch, QEMU version, CPU model, floor, root."""
         ...

@@ -23,6 +23,18 @@ class Emulation:
     floor: str | None = None
     build: str | None = None  # cross | emulated
     seconds: float | None = None  # the tests' time on the lane
+    # a lane at an ISA floor: each CPU model's test run, (cpu, floor, status, failed tests)
+    runs: tuple[tuple[str, str | None, str, tuple[str, ...]], ...] = ()
+
+    @property
+    def runs_text(self) -> str:
+        """``at cortex-a57 (armv8.0-a floor): crashed (tests/t.py::a); at max: passed``."""
+        said = []
+        for cpu, floor, status, failed in self.runs:
+            where = f"{cpu} ({floor} floor)" if floor else cpu
+            listed = f" ({', '.join(failed[:3])}{', …' if len(failed) > 3 else ''})" if failed else ""
+            said.append(f"at {where}: {status}{listed}")
+        return "; ".join(said)
 
     @property
     def label(self) -> str:
@@ -34,6 +46,8 @@ class Emulation:
             parts.append(f"{self.build} build")
         if self.seconds is not None:
             parts.append(f"tests {self.seconds:.0f}s")
+        if self.runs:
+            parts.append("tests " + self.runs_text)
         return "emulated: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,6 +57,9 @@ class Emulation:
             found["build"] = self.build
         if self.seconds is not None:
             found["seconds"] = self.seconds
+        if self.runs:
+            found["runs"] = [{"cpu": cpu, "floor": floor, "status": status, "failed": list(failed)}
+                             for cpu, floor, status, failed in self.runs]
         found["label"] = self.label
         return found
 
@@ -69,4 +86,18 @@ def emulation_of(results: Iterable[StageResult]) -> Emulation | None:
     seconds = found.get("seconds")
     return Emulation(arch=arch, qemu=qemu, cpu=cpu, floor=_text(found.get("floor")), build=build,
                      seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-                     and seconds >= 0 else None)
+                     and seconds >= 0 else None, runs=_runs(found.get("runs")))
+
+
+def _runs(value: Any) -> tuple[tuple[str, str | None, str, tuple[str, ...]], ...]:
+    """The test runs of a lane at a floor; malformed entries are left out."""
+    found = []
+    for run in value[:4] if isinstance(value, list) else ():
+        if not isinstance(run, dict):
+            continue
+        cpu, status, failed = _text(run.get("cpu")), _text(run.get("status")), run.get("failed")
+        if cpu is None or status is None:
+            continue
+        names = tuple(n[:300] for n in failed[:50] if isinstance(n, str)) if isinstance(failed, list) else ()
+        found.append((cpu, _text(run.get("floor")), status, names))
+    return tuple(found)

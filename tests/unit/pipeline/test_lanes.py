@@ -51,6 +51,7 @@ def _lane(tmp_path: Path, floor: str | None = "armv8.0-a", *, torch: bool = Fals
     root = tmp_path / "root"
     if torch:
         (root / "opt/xcompat-venv/lib/python3.11/site-packages/torch").mkdir(parents=True)
+        (root / "opt/xcompat-venv/lib/python3.11/site-packages/.xcompat-torch").write_text("torch\n")
     lane = Lane(arch=row, root=root, emulator=Emulator(arch="aarch64", interpreter="/x", qemu="/q", version="7.2.22"),
                 cpu=row.cpu_model(floor), floor=floor, python="3.11", suite="bookworm")
     return RunLane(lane=lane, package=tmp_path / "pkg")
@@ -130,13 +131,16 @@ def test_cells_of_a_python_the_root_lacks_are_not_run_here_and_say_so(tmp_path: 
 
 def test_a_lane_skips_coverage_host_imports_and_torchless_kernels_with_the_reason(tmp_path: Path) -> None:
     context = _context(tmp_path, _lane(tmp_path))
-    assert "no torch" in (lanes.skip_reason(context, "kernels") or "")
+    # aarch64 has a torch wheel: the kernels run in the lane (torch installed there when missing)
+    assert context.cfg.lane is not None and context.cfg.lane.torch == "2.6.0"
+    assert lanes.skip_reason(context, "kernels") is None
     assert "coverage is measured by the native cells" in (lanes.skip_reason(context, "coverage") or "")
     assert "cannot load aarch64 code" in (lanes.skip_reason(context, "contracts-runtime-libraries") or "")
     assert lanes.skip_reason(context, "test") is None and lanes.skip_reason(context, "abi") is None
-    with_torch = _context(tmp_path / "t", _lane(tmp_path / "t", torch=True))
-    # never the host's kernels under the lane's name
-    assert "runs on this machine only" in (lanes.skip_reason(with_torch, "kernels") or "")
+    s390x = RunLane(lane=Lane(arch=arch("s390x"), root=tmp_path, emulator=Emulator("s390x", "/x", "/q", "7.2"),
+                              cpu="max", floor=None, python="3.11", suite="bookworm"), package=tmp_path)
+    assert _lane(tmp_path / "t", torch=True).has_torch and not _lane(tmp_path / "u").has_torch
+    assert "there is no torch for s390x" in (lanes.skip_reason(_context(tmp_path, s390x), "kernels") or "")
     native = _context(tmp_path, None)
     assert all(lanes.skip_reason(native, s) is None for s in ("kernels", "coverage", "probe"))
 
@@ -199,3 +203,68 @@ def test_the_lane_runs_the_stage_command_in_the_root_at_the_floor_cpu(tmp_path: 
     assert "/opt/xcompat-venv/bin/python -m xcompat test tests" in script
     assert lane.describe() == {"arch": "aarch64", "qemu": "7.2.22", "cpu": "cortex-a57", "floor": "armv8.0-a",
                                "root": "debian bookworm", "python": "3.11"}
+    # a lane at a floor runs the tests again at the feature-rich model; that one has no second
+    rich = lane.feature_rich()
+    assert rich is not None and rich.describe()["cpu"] == "max" and rich.describe()["floor"] is None
+    assert rich.feature_rich() is None
+    assert "QEMU_CPU=max" in rich.command(["/usr/bin/python3", "-m", "xcompat"], env={}, cwd=project, binds=[])[-1]
+
+
+def _test_result(path: Path, outcomes: dict[str, str], status: str, crash: str | None = None) -> None:
+    from xcompat import jsonio
+
+    counts = dict.fromkeys(("passed", "failed", "skipped", "xfailed", "xpassed", "error", "crashed", "timeout",
+                            "leaked"), 0)
+    tests = []
+    for nodeid, outcome in outcomes.items():
+        counts[outcome] += 1
+        crashed = {"signal": crash, "signal_number": 4, "exit_code": None, "traceback": ""} \
+            if outcome == "crashed" and crash else None
+        tests.append({"nodeid": nodeid, "outcome": outcome, "duration_s": 0.1, "device": None, "message": "",
+                      "output_tail": "", "crash": crashed, "leaks": [], "findings": []})
+    jsonio.write_json(path, {"version": 1, "kind": "test", "cell_id": None, "status": status, "summary": status,
+                             "isolation": "test", "start_method": "fork", "counts": counts, "tests": tests,
+                             "findings": []}, schema="test-result")
+
+
+def test_the_floor_and_feature_rich_runs_merge_into_one_result_naming_the_model_of_each_failure(
+        tmp_path: Path) -> None:
+    import json
+
+    floor, rich = tmp_path / "test.json", tmp_path / "test-max.json"
+    _test_result(floor, {"t::a": "passed", "t::sve": "crashed", "t::b": "passed"}, "crashed", crash="SIGILL")
+    _test_result(rich, {"t::a": "passed", "t::sve": "passed", "t::b": "failed"}, "failed")
+    runs = [lanes.run_entry({"cpu": "cortex-a57", "floor": "armv8.0-a"}, floor, 3.0),
+            lanes.run_entry({"cpu": "max", "floor": None}, rich, 2.0)]
+    assert runs[0] == {"cpu": "cortex-a57", "floor": "armv8.0-a", "status": "crashed", "seconds": 3.0,
+                       "failed": ["t::sve"]}
+    assert runs[1]["failed"] == ["t::b"] and runs[1]["status"] == "failed"
+    lanes.merge_runs(floor, rich, runs)
+    merged = json.loads(floor.read_text(encoding="utf-8"))
+    found = {t["nodeid"]: (t["outcome"], t["message"]) for t in merged["tests"]}
+    assert found == {"t::a": ("passed", ""),
+                     "t::sve": ("crashed", "at cortex-a57 (armv8.0-a floor): crashed (SIGILL)"),
+                     "t::b": ("failed", "at max (not at cortex-a57 (armv8.0-a floor)): failed")}
+    assert merged["counts"]["crashed"] == 1 and merged["counts"]["failed"] == 1 and merged["counts"]["passed"] == 1
+    assert merged["summary"].startswith("at cortex-a57 (armv8.0-a floor): crashed; at max: failed")
+    # a run that wrote no result is said, and the floor's result stays as it was
+    assert lanes.run_entry({"cpu": "max", "floor": None}, tmp_path / "none.json", 1.0)["status"] == "no result"
+    before = floor.read_text(encoding="utf-8")
+    lanes.merge_runs(floor, tmp_path / "none.json", runs)
+    assert floor.read_text(encoding="utf-8") == before
+
+
+def test_the_report_says_each_cpu_models_run() -> None:
+    from xcompat.report.emulation import emulation_of
+    from xcompat.results.stage_result import StageResult as Result
+
+    runs = [{"cpu": "cortex-a57", "floor": "armv8.0-a", "status": "crashed", "seconds": 3.0, "failed": ["t::sve"]},
+            {"cpu": "max", "floor": None, "status": "passed", "seconds": 2.0, "failed": []}, "junk"]
+    data = {"emulation": {"arch": "aarch64", "qemu": "7.2.22", "cpu": "cortex-a57", "floor": "armv8.0-a",
+                          "runs": runs}}
+    found = emulation_of([Result(kind="test", cell_id=None, status="crashed", summary="", source="test.json",
+                                 data=data)])
+    assert found is not None
+    assert found.label.endswith("tests at cortex-a57 (armv8.0-a floor): crashed (t::sve); at max: passed")
+    assert found.to_dict()["runs"][0] == {"cpu": "cortex-a57", "floor": "armv8.0-a", "status": "crashed",
+                                          "failed": ["t::sve"]}
