@@ -166,7 +166,8 @@ def _merge_into(args: argparse.Namespace, devices: list[str]) -> int:
         raise InputError("no kernels result to add the operators to", file=args.merge_into,
                          hint="run xcompat kernels run --json FILE first")
     samples = _samples_path(args.samples)
-    shown = str(SAMPLES) if samples is not None and samples.parent.name == SAMPLES.parent.name else (
+    # the project's own samples file is shown as xcompat run shows it, wherever the job's folder is
+    shown = str(SAMPLES) if samples is not None and samples.parts[-2:] == SAMPLES.parts else (
         str(samples) if samples is not None else None)
     with _site(args) as site:
         runs = [_device_check(site, device, samples, args.cell_id) for device in devices]
