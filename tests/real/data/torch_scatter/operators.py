@@ -66,7 +66,7 @@ def gather_coo_samples():
 
 
 def segment_sum_csr_reference(src, indptr, out):
-    return torch.stack([src[int(a):int(b)].sum(0) for a, b in zip(indptr[:-1], indptr[1:])])
+    return torch.stack([src[int(a):int(b)].sum(0) for a, b in zip(indptr[:-1], indptr[1:], strict=True)])
 
 
 def segment_mean_csr_reference(src, indptr, out):
