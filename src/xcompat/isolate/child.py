@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from xcompat.isolate.classify import TEST_INTERRUPT_EXIT
 from xcompat.isolate.leaks import MARKER, LeakPolicy, from_marker, measure_leaks
+from xcompat.isolate.mapped import end_message
 from xcompat.isolate.measured import save_coverage
 from xcompat.isolate.wire import Channel, warning_to_wire
 
@@ -301,6 +302,10 @@ def run_items(config: Any, items: Sequence[Any], plan: ChildPlan, channel: Chann
             # to end the session. The test's own failure: its process ends with a status that
             # says so, before the test's messages went out.
             _exit_after_traceback(TEST_INTERRUPT_EXIT)
+        if nextitem is None:  # the process's end: its libraries go out with its last test's messages
+            libraries = end_message()
+            if libraries is not None:
+                channel.queue(libraries)
         channel.queue({"event": "done", "nodeid": item.nodeid, "out": _output_offset()})
         channel.flush()
 

@@ -157,6 +157,9 @@ class RunResult:
     # Tests collected but never started because a file could not be collected (pytest then
     # runs none of them, unless --continue-on-collection-errors).
     not_run: int = 0
+    # The shared objects the test processes mapped at their end (``MappedUnion.to_dict``);
+    # None where they could not be read (no /proc).
+    mapped_libraries: dict[str, Any] | None = None
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)

@@ -42,6 +42,7 @@ from xcompat.isolate.classify import (
 )
 from xcompat.isolate.devices import DeviceSlot
 from xcompat.isolate.leaks import LeakPolicy
+from xcompat.isolate.mapped import MappedUnion, mapped_objects, remember_inherited
 from xcompat.isolate.outcomes import Isolation, TestRecord
 from xcompat.isolate.processes import ForkLauncher, Launcher, read_from, remove_files
 from xcompat.isolate.pytest_output import show_crash, show_error, show_verdict_only
@@ -94,6 +95,8 @@ class IsolatedRunner:
         self._parent = os.getpid()
         self._inprocess: dict[str, RunningTest] = {}
         self._tmp = tempfile.mkdtemp(prefix="xcompat-test-")
+        # The shared objects the test processes mapped at their end (None: no /proc to read).
+        self.mapped: MappedUnion | None = None
         # Forking the next process while one runs hides the fork and the process's set-up.
         # From the zygote (xcompat.isolate.zygote) that costs the parent nothing, and a second
         # core per slot suffices; forked by the parent itself, it competes with the parent's
@@ -176,8 +179,12 @@ class IsolatedRunner:
             return True
         if self.isolation == "none":
             self._run_in_process(session)
+            found = mapped_objects()  # the one process, at the end of its last test
+            self.mapped = MappedUnion(found, processes=1) if found is not None else None
         else:
             self.subreaper = become_subreaper()  # so that setsid() strays are re-parented here
+            inherited = remember_inherited() if self.forks else frozenset() if os.path.isdir("/proc/self") else None
+            self.mapped = MappedUnion(inherited) if inherited is not None else None
             run_groups(
                 session,
                 isolation=self.isolation,
@@ -187,6 +194,8 @@ class IsolatedRunner:
                 prefork=self.prefork,
             )
         return True
+
+    forks = True  # test processes are forked from this one: they inherit its libraries
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if os.getpid() != self._parent:
@@ -259,6 +268,8 @@ class IsolatedRunner:
             config.hook.pytest_runtest_logreport(report=report)
         elif event == "leaks" and current is not None:
             current.leaks.extend(leak_from_wire(d) for d in message["leaks"])
+        elif event == "libraries" and self.mapped is not None:
+            self.mapped.add(message)
         elif event == "warning":
             # into the parent's own warnings summary, as pytest records a warning in process
             config.hook.pytest_warning_recorded.call_historic(kwargs={

@@ -119,6 +119,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
         if getattr(runner, "late_warmup", None) is not None:
             warm = runner.late_warmup
         warm = warm.with_numba(*getattr(runner, "numba_warmup", (None, 0.0)))
+        mapped = getattr(runner, "mapped", None)
     finally:
         runner.cleanup()
     if runner.interrupted:
@@ -148,6 +149,7 @@ def _run_session(options: RunOptions, env: Mapping[str, str], plugins: Sequence[
         findings=findings,
         pytest_exit=exit_code,
         not_run=not_run,
+        mapped_libraries=mapped.to_dict() if mapped is not None else None,
     )
 
 

@@ -118,6 +118,8 @@ class SpawnLauncher:
 class SpawnRunner(IsolatedRunner):
     """The warm parent's plugin with test processes spawned instead of forked."""
 
+    forks = False  # a spawned process maps only what it loads itself
+
     def __init__(self, *, args: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(threads=None, **kwargs)
         self.args = args

@@ -17,6 +17,9 @@ Two pipes per test process:
   - ``{"event": "leaks", "nodeid", "leaks": [...]}``: leak-check results;
   - ``{"event": "warning", "nodeid", "when", "warning": {...}}``: a warning pytest recorded
     in the test (``warning_to_wire``), for the parent's warnings summary;
+  - ``{"event": "libraries", "nodeid": "", "paths": [...]}``: sent with the last test's
+    messages, the shared objects the process maps at its end beyond those it inherited
+    (``xcompat.isolate.mapped``; ``"unread": true`` instead when its maps were over the limit);
   - ``{"event": "done", "nodeid", "out": offset}``: the test and its teardown finished.
 
 Tests run in the order assigned, so a process that ends abnormally before a test's messages

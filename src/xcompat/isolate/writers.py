@@ -20,7 +20,7 @@ _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def result_document(result: RunResult) -> dict[str, Any]:
-    return {
+    document = {
         "version": 1,
         "kind": "test",
         "cell_id": result.cell_id,
@@ -39,6 +39,9 @@ def result_document(result: RunResult) -> dict[str, Any]:
         "tests": [record.to_dict() for record in result.records],
         "findings": list(result.findings),
     }
+    if result.mapped_libraries is not None:
+        document["mapped_libraries"] = result.mapped_libraries
+    return document
 
 
 def write_json_result(path: str | Path, result: RunResult) -> Path:
