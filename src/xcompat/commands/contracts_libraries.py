@@ -18,6 +18,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", metavar="NAME", help="the project's distribution name, to mark its libraries")
     parser.add_argument("--baseline", type=Path, metavar="FILE",
                         help="an earlier result to compare with (another cell, the last release)")
+    parser.add_argument("--tests-result", type=Path, metavar="TEST_JSON",
+                        help="a test result (xcompat test --json) whose test processes' libraries, read at their end, "
+                        "join the import's")
     parser.add_argument("--cell", metavar="ID", help="the matrix cell the result belongs to")
     parser.add_argument("--gate", action="store_true", help="exit 1 on findings (default: report them, exit 0)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -29,11 +32,13 @@ def execute(args: argparse.Namespace) -> int:
     from xcompat.contracts.compare import compare_snapshots
     from xcompat.contracts.import_probe import probe_imports
     from xcompat.contracts.result import enforce, render_text
+    from xcompat.contracts.test_maps import read_test_maps
     from xcompat.jsonio import dump_json, read_json, write_json
 
     baseline = read_json(args.baseline, schema="contracts-runtime-libraries") if args.baseline else None
+    tests = read_test_maps(args.tests_result) if args.tests_result else None
     doc = probe_imports(args.modules, paths=[p.resolve() for p in args.path], project=args.project,
-                        cell_id=args.cell)
+                        cell_id=args.cell, tests=tests)
     if baseline is not None:
         doc["changes"] = compare_snapshots(baseline, doc)
     if args.output:

@@ -12,6 +12,11 @@ def _by_name(doc: Mapping[str, object]) -> dict[str, Entry]:
     libraries = doc.get("libraries")
     found: dict[str, Entry] = {}
     for lib in libraries if isinstance(libraries, list) else []:
+        # like with like: a library only the test processes mapped has no counterpart in an
+        # import snapshot (a baseline's tests are not run)
+        seen_in = lib.get("seen_in") if isinstance(lib, Mapping) else None
+        if isinstance(seen_in, list) and "import" not in seen_in:
+            continue
         if isinstance(lib, Mapping) and isinstance(lib.get("path"), str):
             name = lib.get("soname") or os.path.basename(str(lib["path"]))
             found.setdefault(str(name), lib)

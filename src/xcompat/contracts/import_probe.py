@@ -19,6 +19,7 @@ from xcompat.contracts.bounded_run import run_tool
 from xcompat.contracts.libraries import snapshot
 from xcompat.contracts.maps import MAPS_LIMIT, parse_maps
 from xcompat.contracts.owners import OwnerIndex
+from xcompat.contracts.test_maps import TestMaps
 from xcompat.errors import InputError, ToolError, UnavailableError
 
 TIMEOUT_S = 300
@@ -36,8 +37,10 @@ out.write(json.dumps({"maps": maps, "path": sys.path + [sys.prefix], "interprete
 
 
 def probe_imports(modules: Sequence[str], *, paths: Sequence[Path] = (), python: str | None = None,
-                  project: str | None = None, cell_id: str | None = None) -> dict[str, object]:
-    """The runtime-libraries result of a fresh interpreter that imported ``modules``."""
+                  project: str | None = None, cell_id: str | None = None,
+                  tests: TestMaps | str | None = None) -> dict[str, object]:
+    """The runtime-libraries result of a fresh interpreter that imported ``modules``, joined by
+    the test processes' libraries ``tests`` (a string: why they were not read)."""
     if not modules:
         raise InputError("no module to import; give --import MODULE")
     if not os.path.isdir("/proc/self"):
@@ -61,4 +64,16 @@ def probe_imports(modules: Sequence[str], *, paths: Sequence[Path] = (), python:
     if len(maps_text) > MAPS_LIMIT:
         raise InputError(f"the maps of the import probe are over the limit of {MAPS_LIMIT} bytes")
     owners = OwnerIndex([str(p) for p in sys_path], [str(p) for p in interpreter], project)
-    return snapshot(parse_maps(maps_text), owners, cell_id=cell_id)
+    doc = snapshot(parse_maps(maps_text), owners, cell_id=cell_id, tests=tests if isinstance(tests, TestMaps) else None)
+    doc["sources"] = sources(modules, tests)
+    return doc
+
+
+def sources(modules: Sequence[str], tests: TestMaps | str | None) -> list[dict[str, object]]:
+    """What the result was read from: the import snapshot, and the test processes or why not."""
+    if isinstance(tests, TestMaps):
+        read, detail = True, tests.describe()
+    else:
+        read, detail = False, f"not read: {tests or 'no test result given (--tests-result)'}"
+    return [{"name": "import", "read": True, "detail": f"a fresh interpreter that imported {', '.join(modules)}"},
+            {"name": "tests", "read": read, "detail": detail}]

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 
 from xcompat.errors import InputError, UnavailableError
+from xcompat.isolate import mapped
 
-MAPS_LIMIT = 32 * 1024 * 1024  # a process with 100,000 mappings writes about 10 MB
+MAPS_LIMIT = mapped.MAPS_LIMIT  # one bound for every read of a process's maps, the test processes' too
 _LINE = re.compile(r"^[0-9a-f]+-[0-9a-f]+ [-rwxsp]{4} [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ (\d+)(?: +(.*))?$")
 _DELETED = " (deleted)"
-_SHARED_OBJECT = re.compile(r"\.so(?:\.[0-9A-Za-z_]+)*$")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def parse_maps(text: str) -> Maps:
 
 def is_shared_object(path: str) -> bool:
     """Named like a shared object: ``libx.so``, ``libx.so.6``, ``_core.cpython-311-x86_64-linux-gnu.so``."""
-    return bool(_SHARED_OBJECT.search(os.path.basename(path)))
+    return mapped.is_shared_object(path)
 
 
 def read_maps(pid: int | str, *, limit: int = MAPS_LIMIT) -> Maps:

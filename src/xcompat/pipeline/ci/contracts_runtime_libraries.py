@@ -3,7 +3,9 @@ cell maps once it imported the cell's wheel.
 
 The cell's frameworks and its wheel are installed first, as for the tests; then the wheel's
 top-level packages and compiled modules (read from its file list) are imported in a fresh
-interpreter and its ``/proc/self/maps`` is described. No baseline is compared here (the job
+interpreter and its ``/proc/self/maps`` is described, joined by what the test processes
+mapped at their end when the job's test stage ran first (its ``test.json`` in the cell's
+results folder; ``sources`` in the result says whether it was read). No baseline is compared here (the job
 has none): ``new_findings`` is absent, so under ``contracts.runtime-libraries: gate`` every
 finding counts.
 """
@@ -48,6 +50,9 @@ class RuntimeLibrariesStage:
             argv += ["--import", module]
         if inputs.cell:
             argv += ["--cell", inputs.cell]
+        tests = inputs.cell_dir / "test.json"
+        if tests.is_file():
+            argv += ["--tests-result", str(tests)]
         return CiStep(argv=argv, result=result, install=True, with_wheel=True)
 
 

@@ -1,17 +1,20 @@
-"""The runtime-libraries stage: the shared objects a process of the cell maps once it imported the wheel.
+"""The runtime-libraries stage: the shared objects the cell's processes map once they imported the wheel.
 
 What is captured: a fresh interpreter of the cell (the run's Python, its environment) that
 imports the wheel's top-level packages and modules (what its users import) from the folder the
 test stage installed it in, then reads its own ``/proc/self/maps`` (``xcompat contracts
-libraries``). The test processes are not read: a library that only a test loads (through
-``ctypes`` or a lazy import) is not in it. Linux only; elsewhere the stage is skipped.
+libraries``); joined by what each test process of the test stage mapped when it ended (the
+test result's ``mapped_libraries``), so a library that only a test loads (through ``ctypes`` or
+a lazy import) is in it too. ``sources`` in the result says which of the two were read. Linux
+only; elsewhere the stage is skipped.
 
 Against the baseline: when the run has a baseline wheel for this Python, it is imported the
-same way in a fresh process (its tests are not run) and the result lists what changed
-(``changes``: added, removed, another build or owner) and how many findings the baseline's
+same way in a fresh process (its tests are not run) and the result lists what changed among the
+imported libraries (``changes``: added, removed, another build or owner) and how many findings the baseline's
 import does not have (``new_findings``): under ``contracts.runtime-libraries: gate`` only those
 make the cell red, so a duplicate runtime that the environment already had at the last
-release is shown, not blamed on the change.
+release is shown, not blamed on the change. A finding only the test processes show has
+nothing to compare with (the baseline's tests are not run): it counts as new.
 """
 
 from __future__ import annotations
@@ -75,8 +78,10 @@ def fitting_wheel(base: Path) -> Path | None:
 
 
 def _probe_argv(modules: Sequence[str], site: Path, out: Path, cell: str | None, project: str | None,
-                baseline: Path | None = None) -> list[str | os.PathLike[str]]:
+                baseline: Path | None = None, tests: Path | None = None) -> list[str | os.PathLike[str]]:
     argv: list[str | os.PathLike[str]] = ["contracts", "libraries", "--path", site, "-o", out]
+    if tests is not None:
+        argv += ["--tests-result", tests]
     for module in modules:
         argv += ["--import", module]
     if project:
@@ -156,11 +161,16 @@ class RuntimeLibrariesStage:
         result = context.result_path(self.name)
         result.parent.mkdir(parents=True, exist_ok=True)
         base, against = baseline_snapshot(context)
-        argv = _probe_argv(modules, site, result, context.cell_id, _project_name(context.wheels), base)
+        # the test stage's result, when it wrote one: its test processes' libraries join the import's
+        tests = context.result_path("test") if context.result_path("test").is_file() else None
+        argv = _probe_argv(modules, site, result, context.cell_id, _project_name(context.wheels), base, tests)
         done = p.run_command(self.name, p.xcompat(*argv), cwd=result.parent, outputs=[result])
         if done.status == "passed" and result.is_file():
             doc = jsonio.read_json(result, schema=LIBRARIES.kind)
             doc["baseline"] = against
+            if tests is None:
+                doc["sources"] = [*doc.get("sources", [])[:1], {
+                    "name": "tests", "read": False, "detail": "not read: the test stage wrote no result in this run"}]
             if base is not None:
                 doc["new_findings"] = count_new(doc, jsonio.read_json(base, schema=LIBRARIES.kind))
             jsonio.write_json(result, doc, schema=LIBRARIES.kind)
