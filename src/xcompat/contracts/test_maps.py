@@ -33,8 +33,9 @@ class TestMaps:
         unread = f"; {self.unread} over the size limit, not read" if self.unread else ""
         if self.isolation == "none":
             return f"the test process at its end (isolation none){unread}"
-        plural = "es" if self.processes != 1 else ""
-        return f"{self.processes} test process{plural} at their end (isolation {self.isolation}){unread}"
+        many = self.processes != 1
+        return (f"{self.processes} test process{'es' if many else ''} at {'their' if many else 'its'} end "
+                f"(isolation {self.isolation}){unread}")
 
 
 def read_test_maps(path: Path) -> TestMaps | str:

@@ -173,3 +173,6 @@ def test_the_run_stage_joins_the_test_processes_of_the_cell(tmp_path: Path) -> N
     assert [Path(f["path"]).name for f in outside] == ["libplanted.so"], doc["findings"]
     assert "by a test process" in outside[0]["message"]
     assert {s["name"]: s["read"] for s in doc["sources"]} == {"import": True, "tests": True}
+    stage = next(s for s in json.loads((out / "run.json").read_text())["stages"]
+                 if s["name"] == "contracts-runtime-libraries")
+    assert "with 1 test process at its end (isolation test)" in stage["detail"]

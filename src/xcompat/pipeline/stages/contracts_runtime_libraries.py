@@ -174,7 +174,8 @@ class RuntimeLibrariesStage:
             if base is not None:
                 doc["new_findings"] = count_new(doc, jsonio.read_json(base, schema=LIBRARIES.kind))
             jsonio.write_json(result, doc, schema=LIBRARIES.kind)
-            done.detail = f"{doc.get('summary')}; {against}"
+            read = [s.get("detail") for s in doc.get("sources", []) if s.get("name") == "tests" and s.get("read")]
+            done.detail = f"{doc.get('summary')}; {against}" + (f"; with {read[0]}" if read else "; import only")
         return done
 
 
