@@ -85,7 +85,8 @@ def sdist(version: str) -> Path:
 
 
 def unpack(version: str, dest: Path) -> None:
-    """The release's sources as the repository holds them (the sdist's top folder stripped)."""
+    """The release's sources as the repository holds them (the sdist's top folder stripped), with
+    the lines a maintainer adds to its .gitignore for xcompat's output."""
     with tarfile.open(sdist(version)) as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts[1:]
@@ -93,6 +94,9 @@ def unpack(version: str, dest: Path) -> None:
                 continue
             member.name = str(Path(*parts))
             tar.extract(member, dest, filter="data")
+    ignore = dest / ".gitignore"
+    text = ignore.read_text() if ignore.is_file() else ""
+    ignore.write_text(text + "\n.xcompat-out/\n")
 
 
 @dataclass
@@ -136,11 +140,14 @@ def adopted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Adopted]:
     assert added == 1
     install_workflow(repo, "ci.yml", caller)
     install_workflow(repo, "xcompat.yml", (REPO_ROOT / "workflows" / "xcompat.yml").read_text())
-    (repo / ".gitignore").write_text(".xcompat-out/\nbuild/\n*.egg-info/\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "remote", "add", "origin", f"https://github.com/{OWNER}/{REPO}.git")
     commit_all(repo, f"{NAME} {OLD}")
     git(repo, "tag", f"v{OLD}")
+    # act copies the workspace as .gitignore says, and this project ignores "tags" (ctags'
+    # file), which drops .git/refs/tags from the copy; packed, the tag travels as on GitHub,
+    # whose checkout with fetch-depth: 0 fetches it.
+    git(repo, "pack-refs", "--all")
     fake = fake_github.start(fake_github.FakeGitHub(fake_github.load_contract(), owner=OWNER, repo=REPO))
     try:
         yield Adopted(path=repo, work=work, forge=forge, fake=fake, key=key)
@@ -167,7 +174,7 @@ def pull_request(adopted: Adopted) -> Iterator[tuple[str, str]]:
     base = git(repo, "rev-parse", "HEAD").strip()
     git(repo, "checkout", "-q", "-b", "topic")
     for tracked in git(repo, "ls-files").split("\n"):
-        if tracked and not tracked.startswith((".xcompat/", ".github/", ".gitignore")):
+        if tracked and not tracked.startswith((".xcompat/", ".github/")):
             (repo / tracked).unlink(missing_ok=True)
     unpack(NEW, repo)
     head = commit_all(repo, f"{NAME} {NEW}")

@@ -18,6 +18,8 @@ from xcompat.settings import ProjectFacts
 
 _MAX_FILE = 1 << 20
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_TORCH_BUILD = re.compile(r"^\s*(?:from\s+torch\.utils(?:\.cpp_extension)?\s+import|import\s+torch\.utils\.cpp_extension)",
+                          re.MULTILINE)
 _SETUP_STR = re.compile(r"""["']([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:[<>=!~;\[][^"']*)?["']""")
 
 
@@ -86,7 +88,11 @@ def uses_torch(project: Path) -> tuple[bool, str]:
                 m = re.search(key + r"\s*=\s*\[([^\]]*)\]", text)
                 if m and "torch" in {n.lower() for n in _SETUP_STR.findall(m.group(1))}:
                     return True, f"setup.py {key}"
-    return False, "no torch in Requires-Dist or build requirements"
+            # a torch extension that builds with torch's own build helpers, but names torch as
+            # no requirement (it expects torch to be installed first, as many do)
+            if _TORCH_BUILD.search(text):
+                return True, "setup.py builds with torch.utils.cpp_extension"
+    return False, "no torch in Requires-Dist or build requirements, and setup.py does not build with torch"
 
 
 def project_facts(project: Path) -> ProjectFacts:

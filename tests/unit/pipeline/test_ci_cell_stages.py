@@ -85,10 +85,18 @@ def test_kernels_of_a_project_without_torch_are_skipped_with_the_reason(tmp_path
     assert run_stage("kernels", inputs, env={"GITHUB_OUTPUT": str(outputs)}) == 0
     written = json.loads(step.result.read_text())
     assert written["status"] == "skipped" and written["kind"] == "kernels" and written["summary"].startswith("not run:")
-    # a torch project runs them, on the cell
+    # a torch project runs them, on the cell, with its wheel (one that fits this interpreter)
+    from packaging.tags import sys_tags
+
+    best = next(iter(sys_tags()))
+    (out / "wheelhouse").mkdir()
+    (out / "wheelhouse" / f"pkg-1.0-{best.interpreter}-{best.abi}-{best.platform}.whl").write_bytes(b"")
     (project / "pyproject.toml").write_text('[project]\nname = "pkg"\nversion = "1.0"\ndependencies = ["torch"]\n')
     ran = kernels.STAGE.step(inputs)
     assert not ran.skip and ran.argv[:2] == ["kernels", "run"] and inputs.cell in ran.argv
+    # then the project's operators, whatever the runner's kernels concluded, without their arguments
+    assert ran.then is not None and ran.then[:2] == ["kernels", "operators"]
+    assert ran.then_after_failure and not ran.then_takes_args
 
 
 def _git(folder: Path, *args: str) -> str:

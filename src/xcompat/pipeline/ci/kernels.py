@@ -55,7 +55,10 @@ class KernelsStage:
                 argv += ["--required-backend", backend]
         return CiStep(argv=argv, result=result, install=True, with_wheel=inputs.install_wheel,
                       cell_python=bool(inputs.cell),
-                      then=_operators(inputs, result, backend, str(settings.get("tests.operators", "gate"))))
+                      then=_operators(inputs, result, backend, str(settings.get("tests.operators", "gate"))),
+                      # as `xcompat run` does: the operators are checked whatever the runner's kernels
+                      # concluded, and the stage's extra arguments are `kernels run`'s alone
+                      then_takes_args=False, then_after_failure=True)
 
 
 def _operators(inputs: CiInputs, result: Path, backend: str | None, setting: str) -> list[str] | None:

@@ -90,6 +90,8 @@ class CiStep:
     cell_python: bool = False  # its commands run on the cell's Python: this job's must be the cell's
     after: Callable[[], None] | None = None  # what the job keeps of it, whatever its outcome
     then: list[str] | None = None  # a second command, once the first passed (the same extra arguments)
+    then_takes_args: bool = True  # False: the second command is another command; the extra arguments are the first's
+    then_after_failure: bool = False  # True: the second runs even when the first failed (the worse code is the step's)
     cwd: str | None = None  # where its commands run (default: the job's folder)
     outputs: Callable[[], list[str]] | None = None  # its outputs once it passed, instead of ``result``;
     # its commands then do not write the job's outputs themselves (GITHUB_OUTPUT is withheld)

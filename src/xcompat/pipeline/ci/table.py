@@ -105,9 +105,12 @@ def _run(step: CiStep, inputs: CiInputs, env: dict[str, str]) -> int:
     for command in step.prelude:
         if code == 0:
             code = run(xcompat(*command), env=env, cwd=step.cwd)
-    for argv in (step.argv, step.then):
-        if argv is not None and code == 0:
-            code = run(xcompat(*argv, *inputs.args, *step.settings_args), env=env, cwd=step.cwd)
+    if code == 0:
+        code = run(xcompat(*step.argv, *inputs.args, *step.settings_args), env=env, cwd=step.cwd)
+    if step.then is not None and (code == 0 or step.then_after_failure):
+        # the follow-up takes the extra arguments only when it is the same command's second form
+        extra = [*inputs.args, *step.settings_args] if step.then_takes_args else []
+        code = max(code, run(xcompat(*step.then, *extra), env=env, cwd=step.cwd))
     return code
 
 
