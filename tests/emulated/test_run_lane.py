@@ -1,7 +1,8 @@
 """``xcompat run --arch``: a whole run of another architecture's cell on this machine, through
 the same stages as a native run: the same tests as natively, the report marking the cell
 emulated, the byte-order bug red on s390x only, and the ISA floor of ``abi.isa-floors``
-applied twice (the tests at the floor's CPU model, the machine-code scan of the wheel)."""
+applied twice (the tests at the floor's CPU model and at the feature-rich one, the machine-code
+scan of the wheel), and the conformance kernels run in the aarch64 root."""
 
 from __future__ import annotations
 
@@ -102,7 +103,21 @@ def test_the_isa_floor_faults_the_unguarded_test_and_the_scan_names_its_function
                                                           "tests/test_isa.py::test_unguarded_lanes": "crashed"}
     crash = next(f for f in report["failures"] if f["name"] == "tests/test_isa.py::test_unguarded_lanes")
     assert crash["outcome"] == "crashed" and "SIGILL" in crash["message"] + crash["log_tail"]
-    assert "(armv8.0-a floor)" in _cell(report, "aarch64")["emulation"]["label"]
+    # the tests ran at the floor's model and again at the feature-rich one: the failure names the floor
+    assert crash["message"].startswith("at cortex-a57 (armv8.0-a floor): "), crash["message"]
+    emulation = _cell(report, "aarch64")["emulation"]
+    assert "(armv8.0-a floor)" in emulation["label"]
+    assert emulation["runs"] == [
+        {"cpu": "cortex-a57", "floor": "armv8.0-a", "status": "crashed",
+         "failed": ["tests/test_isa.py::test_unguarded_lanes"]},
+        {"cpu": "max", "floor": None, "status": "passed", "failed": []}], output[-3000:]
+    markdown = (tmp_path / "floor" / "report.md").read_text(encoding="utf-8")
+    assert "at cortex-a57 (armv8.0-a floor): crashed" in emulation["label"] and "at max: passed" in emulation["label"]
+    assert "crashed (at cortex-a57 (armv8.0-a floor): killed by SIGILL)" in markdown
+    # one test result, the two runs merged: two tests, not four
+    assert _cell(report, "aarch64")["tests"] == {"passed": 1, "failed": 1, "skipped": 0, "not_run": 0}
+    assert not (tmp_path / "floor" / "test-max.json").exists()
+    assert (tmp_path / "floor" / "logs" / "test-max.log").is_file()
     scan = json.loads((tmp_path / "floor" / "isa.json").read_text(encoding="utf-8"))
     verdicts = {o["path"].rsplit(":", 1)[-1].split(".")[0]: o for o in scan["objects"]}
     assert scan["status"] == "failed" and scan["floor"] == "armv8.0-a"
@@ -113,6 +128,37 @@ def test_the_isa_floor_faults_the_unguarded_test_and_the_scan_names_its_function
     assert code == 0, output[-3000:]
     assert set(outcomes(tmp_path / "sve" / "test.json").values()) == {"passed"}
     assert _cell(report, "aarch64")["emulation"]["cpu"] == "a64fx"
+    assert [r["cpu"] for r in _cell(report, "aarch64")["emulation"]["runs"]] == ["a64fx", "max"]
+
+
+def test_the_conformance_kernels_run_in_the_aarch64_lane(tmp_path: Path) -> None:
+    """A project that uses torch: the kernels stage runs ``xcompat kernels run`` in the root
+    (torch installed there from the cached wheel), on the CPU paths of an aarch64 CPU, at the
+    matrix's floor and on the feature-rich model."""
+    lane("aarch64")
+    project = _project("byteorder_ext", tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace(
+        'requires-python = ">=3.10"', 'requires-python = ">=3.10"\ndependencies = ["torch"]'), encoding="utf-8")
+    matrix = project / ".xcompat" / "matrix.yml"
+    matrix.write_text(matrix.read_text(encoding="utf-8").replace("kernels: none", "kernels: [add, softmax]"),
+                      encoding="utf-8")
+    code, report, output = _run(project, tmp_path / "out", "--arch", "aarch64")
+    stages = {s["kind"]: s for s in _cell(report, "aarch64")["stages"]}
+    assert stages["kernels"]["status"] == "passed", output[-3000:]
+    kernels = json.loads((tmp_path / "out" / "kernels.json").read_text(encoding="utf-8"))
+    assert kernels["status"] == "passed" and kernels["backend_used"] == "cpu"
+    assert kernels["environment"]["platform"] == "linux-aarch64", kernels["environment"]
+    # at the matrix's armv8.0-a floor, then again on the feature-rich model
+    assert kernels["emulation"]["arch"] == "aarch64" and kernels["emulation"]["cpu"] == "cortex-a57"
+    assert [(r["cpu"], r["floor"], r["status"], r["failed"]) for r in kernels["emulation"]["runs"]] == [
+        ("cortex-a57", "armv8.0-a", "passed", []), ("max", None, "passed", [])]
+    assert not (tmp_path / "out" / "kernels-max.json").exists()
+    assert {k["name"] for k in kernels["kernels"]} == {"add", "softmax"}
+    assert all(k["status"] == "passed" and k["counts"]["passed"] > 0 for k in kernels["kernels"])
+    assert "neon" in kernels["isa"]["supported"], kernels["isa"]  # the NEON path ran, not only the scalar one
+    assert kernels["operators"]["status"] == "not_run" and "emulated aarch64 lane" in kernels["operators"]["summary"]
+    assert code == 0, output[-3000:]
 
 
 CROSS_REFUSING_SETUP = """\
