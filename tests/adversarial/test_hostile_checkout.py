@@ -114,7 +114,9 @@ def test_the_scan_above_can_fail() -> None:
 needs_runner = pytest.mark.skipif(expressions_available() is not None,
                                   reason=f"composite action runner unavailable: {expressions_available()}")
 
-CELL = "py3.12-linux-x86_64-cpu-torch2.13"
+# a cell of the interpreter running the stages (the minimal matrix has 3.11 and 3.12): a cell stage
+# refuses a job on another Python
+CELL = f"py{sys.version_info.major}.{sys.version_info.minor}-linux-x86_64-cpu-torch2.13"
 
 
 @pytest.fixture

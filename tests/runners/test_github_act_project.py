@@ -215,7 +215,7 @@ def test_the_check_run_and_the_comment_carry_abi_and_coverage(adopted: Adopted,
     _, head = pull_request
     [check] = [c for c in adopted.fake.check_runs.values() if c["head_sha"] == head]
     assert check["status"] == "completed"
-    text = json.dumps(check.get("output"))
+    text = json.dumps(check.get("_output"))  # what the report stage posted
     assert "ABI" in text and "overage" in text, text[:3000]
     [comment] = adopted.fake.comments[PR]
     assert "ABI" in comment["body"] and "overage" in comment["body"]
@@ -233,7 +233,7 @@ def test_a_head_whose_matrix_did_not_verify_gets_its_own_red_verdict(adopted: Ad
     assert run.returncode != 0, run.log[-6000:]
     [check] = [c for c in adopted.fake.check_runs.values() if c["head_sha"] == head]
     assert check["conclusion"] == "failure"
-    assert "the matrix signature did not verify" in json.dumps(check.get("output"))
+    assert "the matrix signature did not verify" in json.dumps(check.get("_output"))
     [comment] = adopted.fake.comments[PR]  # edited in place, never a second one
     assert "the matrix signature did not verify" in comment["body"]
     shutil.rmtree(adopted.work / "artifacts" / "302", ignore_errors=True)
