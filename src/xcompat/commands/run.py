@@ -54,11 +54,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     lane.add_argument("--arch", default=None, metavar="ARCH",
                       help="run the cells of another Linux architecture (aarch64, ppc64le, s390x) on this machine "
                       "under QEMU user mode: the wheel cross built here (else built in an emulated Debian root), "
-                      "the tests run in that root, the ABI read natively; coverage, the kernels and the checks "
-                      "that load the wheel on this machine are not run (the report says so)")
+                      "the tests and (aarch64, with torch installed in the root) the conformance kernels run in "
+                      "that root, the ABI read natively; coverage, the project's operators and the checks that "
+                      "load the wheel on this machine are not run (the report says so)")
     lane.add_argument("--floor", default=None, metavar="LEVEL",
-                      help="with --arch: run the tests on the QEMU CPU model of this ISA level (armv8.0-a, power8, "
-                      "...), overriding the matrix's abi.isa-floors for that arch (local runs only)")
+                      help="with --arch: run the tests and kernels on the QEMU CPU model of this ISA level "
+                      "(armv8.0-a, power8, ...), then again on the feature-rich model, overriding the matrix's "
+                      "abi.isa-floors for that arch (local runs only)")
 
 
 def _stage_option(parser: argparse.ArgumentParser) -> None:
