@@ -38,6 +38,10 @@ from xcompat.settings import ProjectFacts, Settings
 _STATUS_BY_EXIT = {0: "passed", 1: "failed"}
 
 
+_REWRITE_LIMIT = 16 << 20  # a result larger than this is not one the run wrote
+_REWRITTEN = (".json", ".md", ".html", ".xml")  # results and reports; logs keep what ran where
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """What ``xcompat run`` was asked to do; the matrix's own settings are in ``settings``."""
@@ -130,6 +134,19 @@ class LocalPipeline:
         if safe_path:
             return [sys.executable, "-c", SAFE_PATH_MAIN, *(str(a) for a in args)]
         return [sys.executable, "-m", "xcompat", *(str(a) for a in args)]
+
+    def _name_final_folder(self) -> None:
+        """Results that name files of the run by where a process saw them (the libraries a test
+        process mapped, under the staging folder's installed wheel) name them where they will be."""
+        staging, final = str(self.stage_dir) + os.sep, str(self.final) + os.sep
+        for path in self.stage_dir.rglob("*"):
+            parts = path.relative_to(self.stage_dir).parts
+            if parts[0] in ("logs", ".site") or path.suffix not in _REWRITTEN or not path.is_file() \
+                    or path.stat().st_size > _REWRITE_LIMIT:
+                continue
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            if staging in text:
+                path.write_text(text.replace(staging, final), encoding="utf-8", errors="surrogateescape")
 
     def _relative(self, arg: str) -> str:
         prefix = str(self.stage_dir) + os.sep
@@ -326,6 +343,7 @@ class LocalPipeline:
 
     def publish(self) -> Path:
         """Move the completed staging folder into place (the previous run is replaced whole)."""
+        self._name_final_folder()
         backup = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
         if self.final.exists():
             os.replace(self.final, backup)

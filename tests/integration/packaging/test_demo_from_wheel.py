@@ -192,7 +192,7 @@ def test_demo_runs_from_the_installed_wheel_without_writing_site_packages(instal
     status = {name: s["status"] for name, s in stages.items()}
     assert status == {
         "verify": "passed", "plan": "passed", "build": "passed", "baseline": "passed", "probe": "passed",
-        "kernels": "passed", "test": "passed", "abi": "failed", "coverage": "passed", "report": "passed",
+        "kernels": "failed", "test": "passed", "abi": "failed", "coverage": "passed", "report": "passed",
         "contracts-stubs": "passed", "contracts-runtime-libraries": "passed", "contracts-python-floor": "passed",
         "pythons": "skipped",
     }, stages
