@@ -213,7 +213,7 @@ def test_plan_stage_verifies_against_the_pull_request_base(sample: Path) -> None
     assert run.outputs["verify-error"].startswith(".xcompat/matrix.yml: signature does not match"), run.outputs
     reported = run_composite_action(
         REPO_ROOT, {"stage": "report", "project-dir": str(sample), "verification-failed": run.outputs["verify-error"],
-                    "fail-on-error": "false", **LOCAL}, workspace=repo.path,
+                    "fail-on-error": "false", "github-token": "", **LOCAL}, workspace=repo.path,
         github={"repository": _sample_repository(sample), "event_name": "pull_request"})
     assert reported.outputs["conclusion"] == "failure", reported.log
     report = (repo.path / ".xcompat-out" / "report" / "report.md").read_text()
