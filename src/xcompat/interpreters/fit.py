@@ -33,3 +33,19 @@ def check_fit(wheel: Path, interpreter: Interpreter, *, cell: str | None = None)
                      f"({interpreter.path}){where}: its tags are {', '.join(sorted(wheel_tags(wheel)))}, "
                      f"the interpreter's best is {interpreter.tags[0]}",
                      hint="build the wheel with the cell's interpreter, or test it with the one it was built for")
+
+
+def installable_wheel(base: Path) -> Path | None:
+    """The wheel the running interpreter installs: ``base`` itself, or the first of a folder's
+    wheels whose tags fit (None: none does, or there is none)."""
+    from packaging.tags import sys_tags
+
+    wheels = [base] if base.is_file() else sorted(base.glob("*.whl")) if base.is_dir() else []
+    supported = {str(t) for t in sys_tags()}
+    for wheel in wheels:
+        try:
+            if wheel.suffix == ".whl" and wheel_tags(wheel) & supported:
+                return wheel
+        except InputError:
+            continue
+    return None

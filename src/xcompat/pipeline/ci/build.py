@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-from xcompat.pipeline.ci.commands import plan_settings
+from xcompat.pipeline.ci.commands import bound_to_plan
 from xcompat.pipeline.ci.step import CiInputs, CiStep, StageRefused
 
 
@@ -17,9 +17,7 @@ class BuildStage:
     name: str = "build"
 
     def step(self, inputs: CiInputs) -> CiStep:
-        if inputs.matrix_sha256:
-            plan_settings(inputs, "json", f"the plan {inputs.plan_path} and {inputs.verified} are not the "
-                          "verified matrix's")
+        bound_to_plan(inputs)
         result = inputs.wheels / "build.json"
         argv = ["build", inputs.project_dir, "--out", str(inputs.wheels)]
         if inputs.verified.is_file():

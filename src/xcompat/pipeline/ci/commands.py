@@ -38,6 +38,14 @@ def plan_settings(inputs: CiInputs, fmt: str, failure: str, *extra: str) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
+def bound_to_plan(inputs: CiInputs) -> None:
+    """With ``matrix-sha256``: refuse (``StageRefused``) a plan that is not the verified matrix's,
+    before the stage reads anything of it."""
+    if inputs.matrix_sha256:
+        plan_settings(inputs, "json", f"the plan {inputs.plan_path} and {inputs.verified} are not the "
+                      "verified matrix's")
+
+
 def run(argv: list[str], env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> int:
     """Run a command with the job's output streams; its exit code."""
     return subprocess.run(argv, env=env, cwd=cwd, check=False).returncode

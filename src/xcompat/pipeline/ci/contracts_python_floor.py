@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xcompat.errors import XcompatError
-from xcompat.pipeline.ci.contracts_stubs import bound_to_plan
+from xcompat.pipeline.ci.commands import bound_to_plan
 from xcompat.pipeline.ci.step import CiInputs, CiStep
 from xcompat.pipeline.stages.contracts_python_floor import lowest_python
 from xcompat.results.contracts import FLOOR

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from packaging.utils import parse_wheel_filename
 
-from xcompat.pipeline.ci.contracts_stubs import bound_to_plan
+from xcompat.interpreters.fit import installable_wheel
+from xcompat.pipeline.ci.commands import bound_to_plan
 from xcompat.pipeline.ci.step import CiInputs, CiStep, StageRefused
-from xcompat.pipeline.stages.contracts_runtime_libraries import fitting_wheel, modules_of
+from xcompat.pipeline.stages.contracts_runtime_libraries import modules_of
 from xcompat.results.contracts import LIBRARIES
 
 MAX_MEMBERS = 100_000  # a wheel's file list read for its module names
@@ -31,7 +32,7 @@ class RuntimeLibrariesStage:
 
     def step(self, inputs: CiInputs) -> CiStep:
         bound_to_plan(inputs)
-        wheel = fitting_wheel(inputs.wheels)
+        wheel = installable_wheel(inputs.wheels)
         if wheel is None:
             raise StageRefused(f"no wheel in {inputs.wheels} fits this Python", 2)
         try:

@@ -12,17 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xcompat.contracts.allowlist import DEFAULT as ALLOWLIST
-from xcompat.pipeline.ci.commands import plan_settings
+from xcompat.interpreters.fit import installable_wheel
+from xcompat.pipeline.ci.commands import bound_to_plan
 from xcompat.pipeline.ci.step import CiInputs, CiStep, StageRefused
-from xcompat.pipeline.stages.contracts_runtime_libraries import fitting_wheel
 from xcompat.results.contracts import STUBS
-
-
-def bound_to_plan(inputs: CiInputs) -> None:
-    """With ``matrix-sha256``: refuse a plan that is not the verified matrix's (as every stage does)."""
-    if inputs.matrix_sha256:
-        plan_settings(inputs, "json", f"the plan {inputs.plan_path} and {inputs.verified} are not the "
-                      "verified matrix's")
 
 
 @dataclass(frozen=True)
@@ -31,7 +24,7 @@ class StubsStage:
 
     def step(self, inputs: CiInputs) -> CiStep:
         bound_to_plan(inputs)
-        wheel = fitting_wheel(inputs.wheels)
+        wheel = installable_wheel(inputs.wheels)
         if wheel is None:
             raise StageRefused(f"no wheel in {inputs.wheels} fits this Python", 2)
         result = inputs.cell_dir / f"{STUBS.kind}.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-from xcompat.pipeline.ci.commands import plan_settings
+from xcompat.pipeline.ci.commands import bound_to_plan
 from xcompat.pipeline.ci.step import CiInputs, CiStep, StageRefused
 
 
@@ -21,9 +21,7 @@ class CoverageStage:
     name: str = "coverage"
 
     def step(self, inputs: CiInputs) -> CiStep:
-        if inputs.matrix_sha256:
-            plan_settings(inputs, "json", f"the plan {inputs.plan_path} and {inputs.verified} are not the "
-                          "verified matrix's")
+        bound_to_plan(inputs)
         if inputs.cell:
             return _cell(inputs)
         result = inputs.out / "coverage" / "coverage.json"

@@ -71,19 +71,3 @@ def wheel_does_not_fit(wheels: list[Path], cell: str) -> str:
     return (f"no wheel{where} installs on this job's Python {running_python()} ({sys.executable}, best tag "
             f"{best}): found {found}; build the wheel with the cell's Python, or test it with the one it "
             "was built for")
-
-
-def fitting_wheel(wheels: Path) -> Path | None:
-    """The first wheel of the folder ``wheels`` that installs on this interpreter."""
-    from packaging.tags import sys_tags
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    supported = set(sys_tags())
-    for path in sorted(wheels.glob("*.whl")) if wheels.is_dir() else []:
-        try:
-            tags = parse_wheel_filename(path.name)[3]
-        except InvalidWheelFilename:
-            continue
-        if supported & set(tags):
-            return path
-    return None

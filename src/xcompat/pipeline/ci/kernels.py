@@ -64,10 +64,10 @@ class KernelsStage:
 def _operators(inputs: CiInputs, result: Path, backend: str | None, setting: str) -> list[str] | None:
     """The project's operators checked from the cell's wheel and added to ``result``; None: the
     wheelhouse has no wheel for this job's Python (installing it, when asked, says so first)."""
-    from xcompat.pipeline.ci.interpreter import fitting_wheel
+    from xcompat.interpreters.fit import installable_wheel
     from xcompat.results.kernel_operators import SAMPLES, SETTINGS, operator_devices
 
-    wheel = fitting_wheel(inputs.wheels)
+    wheel = installable_wheel(inputs.wheels)
     if wheel is None:
         return None
     argv = ["kernels", "operators", "--wheel", str(wheel), "--merge-into", str(result),

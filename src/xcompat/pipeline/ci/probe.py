@@ -20,9 +20,9 @@ class ProbeStage:
         argv = ["probe", "-o", str(result)]
         if inputs.cell:
             argv += ["--cell-id", inputs.cell]
-        from xcompat.pipeline.ci.interpreter import fitting_wheel
+        from xcompat.interpreters.fit import installable_wheel
 
-        wheel = fitting_wheel(inputs.wheels)
+        wheel = installable_wheel(inputs.wheels)
         if wheel is not None:
             argv += ["--wheel", str(wheel)]
         return CiStep(argv=argv, result=result, install=True, cell_python=bool(inputs.cell))

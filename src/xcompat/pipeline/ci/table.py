@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from xcompat.interpreters.fit import installable_wheel
 from xcompat.log import get_logger
 from xcompat.pipeline.ci import abi, build, coverage, gate, kernels, plan, probe, report, test
 from xcompat.pipeline.ci.commands import run, xcompat
@@ -23,7 +24,6 @@ from xcompat.pipeline.ci.contracts_stubs import STAGE as CONTRACTS_STUBS
 from xcompat.pipeline.ci.interpreter import (
     EXIT_WRONG_PYTHON,
     check_cell_python,
-    fitting_wheel,
     wheel_does_not_fit,
 )
 from xcompat.pipeline.ci.step import CiInputs, CiStage, CiStep, StageRefused
@@ -120,7 +120,7 @@ def _install(step: CiStep, inputs: CiInputs) -> tuple[int, str]:
     PIP_CONSTRAINT and index settings. The requirements are computed, never shell-parsed."""
     wanted: list[str] = []
     if step.with_wheel:
-        wheel = fitting_wheel(inputs.wheels)
+        wheel = installable_wheel(inputs.wheels)
         if wheel is None:
             return EXIT_WRONG_PYTHON, wheel_does_not_fit(sorted(inputs.wheels.glob("*.whl")), inputs.cell)
         wanted.append(str(wheel))

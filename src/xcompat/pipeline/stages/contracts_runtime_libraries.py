@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from xcompat import jsonio
+from xcompat.interpreters.fit import installable_wheel
 from xcompat.pipeline.context import RunContext
 from xcompat.pipeline.local import StageResult
 from xcompat.pipeline.stages.test import install_site
@@ -61,22 +62,6 @@ def importable(site: Path) -> list[str]:
     return modules_of(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
 
 
-def fitting_wheel(base: Path) -> Path | None:
-    """The baseline's wheel this interpreter can import (a wheel, or one of a folder's)."""
-    from packaging.tags import sys_tags
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    wheels = [base] if base.is_file() else sorted(base.glob("*.whl")) if base.is_dir() else []
-    supported = set(sys_tags())
-    for wheel in wheels:
-        try:
-            if wheel.suffix == ".whl" and supported & set(parse_wheel_filename(wheel.name)[3]):
-                return wheel
-        except InvalidWheelFilename:
-            continue
-    return None
-
-
 def _probe_argv(modules: Sequence[str], site: Path, out: Path, cell: str | None, project: str | None,
                 baseline: Path | None = None, tests: Path | None = None) -> list[str | os.PathLike[str]]:
     argv: list[str | os.PathLike[str]] = ["contracts", "libraries", "--path", site, "-o", out]
@@ -107,7 +92,7 @@ def baseline_snapshot(context: RunContext) -> tuple[Path | None, str]:
     base = context.baseline_path
     if base is None:
         return None, f"not compared with a baseline: {context.baseline_missing or 'no baseline'}"
-    wheel = fitting_wheel(base)
+    wheel = installable_wheel(base)
     if wheel is None:
         return None, f"not compared with a baseline: {base.name} holds no wheel for this Python"
     from xcompat.contracts.wheel_site import unpack_wheel
