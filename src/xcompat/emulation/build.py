@@ -2,6 +2,13 @@
 
 Either way the build runs in a private copy of the project's sources (as every native build
 does), so nothing of another architecture is left in the user's checkout.
+
+A build that compiles against torch, on an arch that has a torch (arches.json), is built in
+the root against the lane's torch: the one the lane's tests and kernels run with, installed
+once from the cached wheel. The build's venv reaches it through a ``.pth`` line naming the
+lane venv's site-packages, after its own: a second torch install under QEMU would cost
+minutes and gigabytes for the same files, and one torch means the op is compiled against
+exactly the ``libtorch`` its tests load.
 """
 
 from __future__ import annotations
@@ -14,16 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xcompat.builder.sources import copy_sources
-from xcompat.emulation.chroot import run_in_root
+from xcompat.emulation.chroot import ROOT_PATH, run_in_root
 from xcompat.emulation.cross import (
     TARGET_ONLY,
     CrossUnavailable,
     build_requirements,
     cross_build,
     requirement_name,
+    torch_build,
 )
-from xcompat.emulation.lane import Lane
-from xcompat.errors import ToolError
+from xcompat.emulation.lane import VENV, Lane
+from xcompat.emulation.torch_lane import ensure_torch, site_packages, torch_version
+from xcompat.errors import InputError, ToolError
 from xcompat.log import get_logger
 
 
@@ -35,10 +44,16 @@ class LaneBuild:
     why_emulated: str | None = None  # why a cross build was not possible
 
 
-def _root_build_env(lane: Lane, requires: list[str], timeout: float) -> str:
-    """A venv in the root holding ``requires`` (made once per list); its interpreter's path."""
+# the line in a build venv that makes the lane venv's torch importable there
+TORCH_PTH = "xcompat-lane-torch.pth"
+
+
+def _root_build_env(lane: Lane, requires: list[str], timeout: float, *, torch: bool = False) -> str:
+    """A venv in the root holding ``requires`` (made once per list); its interpreter's path.
+    ``torch``: the lane venv's site-packages (its torch) is on the venv's path, after its own."""
     kept = sorted(r for r in requires if requirement_name(r) not in TARGET_ONLY)
-    key = hashlib.sha256("\n".join(kept).encode()).hexdigest()[:16]
+    lane_site = str(site_packages(Path("/"), VENV, lane.python))
+    key = hashlib.sha256("\n".join([*kept, *([f"torch from {lane_site}"] if torch else [])]).encode()).hexdigest()[:16]
     venv = f"/opt/xcompat-build/{key}"
     stamp = lane.root / venv.lstrip("/") / ".xcompat-ready"
     if not stamp.is_file():
@@ -50,18 +65,52 @@ def _root_build_env(lane: Lane, requires: list[str], timeout: float) -> str:
             if done.returncode != 0:
                 tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
                 raise ToolError(f"cannot install the build requirements in the {lane.arch.name} root: {tail}")
+        if torch:
+            (site_packages(lane.root, venv, lane.python) / TORCH_PTH).write_text(lane_site + "\n", encoding="utf-8")
         stamp.write_text(key + "\n", encoding="utf-8")
     return f"{venv}/bin/python"
+
+
+def check_torch_requirement(requires: list[str], version: str, arch: str) -> None:
+    """A one-line error when the project's torch requirement excludes the lane's torch."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for text in requires:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue  # pip reports it, with the build's own words
+        if req.name.lower() == "torch" and req.marker is None and not req.specifier.contains(version, prereleases=True):
+            raise InputError(f"the build requires {text}, and the {arch} lane's torch is {version} "
+                             f"(the CPU build PyPI has for {arch}; arches.json)",
+                             hint=f"allow torch {version} in [build-system] requires to build for {arch}")
+
+
+def _lane_torch(lane: Lane, source: Path) -> tuple[str | None, bool]:
+    """(why the build compiles against torch or None, whether the lane's torch is given to it),
+    the lane's torch installed first when it is."""
+    why = torch_build(source)
+    version = torch_version(lane.arch)
+    if why is None or version is None:
+        return why, False
+    check_torch_requirement(build_requirements(source), version, lane.arch.name)
+    ensure_torch(lane.root, VENV, lane.python, lane.arch)
+    return why, True
 
 
 def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str] | None = None,
                    timeout: float = 3600) -> Path:
     """Build ``source``'s wheel inside the root (pip and the compiler run under QEMU), without
-    build isolation: in a venv of the project's build requirements less the frameworks the
-    target cannot install (torch has no s390x or ppc64le wheels; a torch-free build needs none)."""
+    build isolation: in a venv of the project's build requirements less the frameworks, plus the
+    lane's torch for a build that compiles against torch where the arch has one (there is none
+    for s390x or ppc64le: a torch-free build needs none)."""
     out.mkdir(parents=True, exist_ok=True)
-    python = _root_build_env(lane, build_requirements(source), timeout)
-    run = lane.root_run([source, out], dict(env or {}))
+    why_torch, with_torch = _lane_torch(lane, source)
+    python = _root_build_env(lane, build_requirements(source), timeout, torch=with_torch)
+    inner = dict(env or {})
+    if with_torch:  # torch's extension builder finds ninja on PATH: the lane venv has it
+        inner.setdefault("PATH", f"{python.rsplit('/', 1)[0]}:{VENV}/bin:{ROOT_PATH}")
+    run = lane.root_run([source, out], inner)
     argv = [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
             "-w", str(out), str(source)]
     done = run_in_root(run, argv, cwd=str(source), timeout=timeout)
@@ -70,7 +119,13 @@ def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str
     wheels = sorted(out.glob(f"*{lane.arch.name}*.whl")) or sorted(out.glob("*-none-any.whl"))
     if done.returncode != 0 or not wheels:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
-        raise ToolError(f"the {lane.arch.name} build in the emulated root failed: {tail}",
+        name = lane.arch.name
+        if why_torch is not None and not with_torch:
+            raise ToolError(f"the {name} build in the emulated root failed, and it compiles against torch "
+                            f"({why_torch}), which has no {name} wheel on PyPI: {tail}",
+                            hint=f"build only its torch-free part for {name} (a switch of its own build, set "
+                                 f"in the build environment), or leave {name} out of the matrix")
+        raise ToolError(f"the {name} build in the emulated root failed: {tail}",
                         hint="run the project's build in that root to see the whole log")
     return wheels[-1]
 

@@ -10,7 +10,10 @@ kernels, imports) then runs under emulation.
 
 A project whose build runs target code (a build step that imports the built extension, a
 setup.py that needs the target's torch) cannot be cross built; :func:`cross_build` then
-raises :class:`CrossUnavailable` and the caller builds inside the root instead.
+raises :class:`CrossUnavailable` and the caller builds inside the root instead. A build that
+compiles against torch is refused up front where the arch has a torch (arches.json): the host's
+torch is another architecture's and release, and the headers and ``libtorch`` it would compile
+and link against must be the target's own, the ones its tests then load.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xcompat.emulation.arches import Arch
+from xcompat.emulation.arches import Arch, host_arch
 from xcompat.emulation.roots import root_python
+from xcompat.emulation.torch_lane import torch_version
 from xcompat.errors import XcompatError
 
 # build_time_vars entries that hold the target's header folders. Library folders stay as they
@@ -146,6 +150,32 @@ def cross_setup(root: Path, arch: Arch, workdir: Path) -> CrossSetup:
 # Build requirements whose target-architecture build a host cannot provide: a project that
 # compiles against them is built in the root instead.
 TARGET_ONLY = ("torch", "tensorflow", "jax", "jaxlib")
+_MAX_PYPROJECT = 1 << 20
+
+
+def torch_build(project: Path) -> str | None:
+    """Why ``project``'s build compiles against torch (None: it does not), as ``xcompat build``
+    decides it: torch in its ``[build-system] requires``, or a setup.py that imports torch."""
+    from xcompat.builder.requirements import build_frameworks
+
+    found = build_frameworks(project)
+    if "torch" in found.required:
+        return "torch is in its [build-system] requires"
+    if "torch" in found.imported:
+        return "its setup.py imports torch"
+    return None
+
+
+def refuse_torch_build(project: Path, arch: Arch) -> None:
+    """CrossUnavailable when ``project`` compiles against torch and ``arch`` has a torch: the
+    host's torch is of another architecture (and release), so the build runs in the root
+    against the lane's. Where the arch has no torch the torch-free cross build goes on."""
+    why = torch_build(project)
+    version = torch_version(arch)
+    if why is None or version is None:
+        return
+    raise CrossUnavailable(f"the build compiles against torch ({why}): a cross build would compile and link "
+                           f"against this machine's {host_arch()} torch, not the lane's {arch.name} torch {version}")
 
 
 def requirement_name(requirement: str) -> str:
@@ -163,7 +193,11 @@ def build_requirements(project: Path) -> list[str]:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            raw = handle.read(_MAX_PYPROJECT + 1)
+        if len(raw) > _MAX_PYPROJECT:
+            raise ValueError(f"larger than {_MAX_PYPROJECT} bytes")
+        data = tomllib.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as err:
         raise CrossUnavailable(f"cannot read {path}: {err}") from None
     requires = data.get("build-system", {}).get("requires", ["setuptools>=40.8.0", "wheel"])
@@ -195,6 +229,7 @@ def _host_build_env(python: str, requires: list[str], base: Path) -> Path:
 def cross_build(project: Path, root: Path, arch: Arch, out: Path, workdir: Path, *,
                 extra_env: Mapping[str, str] | None = None, timeout: float = 1800) -> Path:
     """Build ``project``'s wheel for ``arch`` on the host into ``out``; the wheel's path."""
+    refuse_torch_build(project, arch)
     setup = cross_setup(root, arch, workdir / "sysconfig")
     cache = Path(os.environ.get("XCOMPAT_CACHE") or Path.home() / ".cache" / "xcompat") / "emulation" / "build-envs"
     venv = _host_build_env(setup.python, build_requirements(project), cache)
