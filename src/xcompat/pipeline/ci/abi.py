@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,8 +65,11 @@ class AbiStage:
         snapshot = baseline_cache(inputs) / f"{inputs.cell}-{_file_word(ref)}-{_commit(project, ref)}.abi.json.gz"
         step = self._diff(inputs, str(snapshot), str(inputs.wheels), result, cell=True)
         if not snapshot.is_file():
-            work = inputs.out / ".abi-baseline-build"
-            source = export_ref(project, ref, inputs.out / ".abi-baseline-src")
+            # A folder of the cell's own, emptied first: a workspace that outlives a job (a shell
+            # runner's) holds another cell's baseline build, whose wheel the snapshot would take in.
+            work = inputs.out / ".abi-baseline-build" / inputs.cell
+            shutil.rmtree(work, ignore_errors=True)
+            source = export_ref(project, ref, inputs.out / ".abi-baseline-src" / inputs.cell)
             # the baseline is built as the cell's wheel is, with this job's Python, then kept as a snapshot
             step.prelude = [["build", str(source), "--out", str(work), "--backend", "native"],
                             ["abi", "snapshot", str(work), "-o", str(snapshot)]]

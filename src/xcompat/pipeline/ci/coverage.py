@@ -25,7 +25,11 @@ class CoverageStage:
         if inputs.cell:
             return _cell(inputs)
         result = inputs.out / "coverage" / "coverage.json"
-        argv = ["coverage", "merge", str(inputs.results), "--repo", inputs.project_dir,
+        # the report reads what this merge writes: never an earlier run's, where the merge finds nothing now
+        result.unlink(missing_ok=True)
+        # the cells' coverage results, not every result beside them (each would be an unreadable input)
+        cells = sorted(str(p) for p in inputs.results.rglob("coverage.json")) if inputs.results.is_dir() else []
+        argv = ["coverage", "merge", *(cells or [str(inputs.results)]), "--repo", inputs.project_dir,
                 "--out-dir", str(result.parent)]
         if inputs.verified.is_file():
             argv += ["--matrix", str(inputs.verified)]

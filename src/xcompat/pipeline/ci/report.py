@@ -23,6 +23,9 @@ class ReportStage:
             argv = ["report", "--from-artifact", inputs.report_from, forge, "--bundle-dir", str(bundle)]
         else:
             argv = ["report", str(inputs.results), forge, "--bundle-dir", str(bundle)]
+            merged = inputs.out / "coverage" / "coverage.json"
+            if merged.is_file():  # every cell's coverage merged (the coverage stage without a cell)
+                argv.insert(2, str(merged))
             if inputs.plan_path.is_file():
                 argv += ["--plan", str(inputs.plan_path)]
         if inputs.forge == "github":
