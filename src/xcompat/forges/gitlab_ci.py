@@ -29,7 +29,17 @@ class GitLabForge:
 
     def artifact_url(self, env: Mapping[str, str], bundle_dir: Path) -> str | None:
         job_url = env.get("CI_JOB_URL")
-        return f"{job_url}/artifacts/browse/{bundle_dir}" if job_url else None
+        if not job_url:
+            return None
+        # GitLab browses a job's artifacts by their path in the project folder: an absolute bundle
+        # folder (the CI stages pass one) would give a link to nothing
+        project = env.get("CI_PROJECT_DIR")
+        if project and bundle_dir.is_absolute():
+            try:
+                bundle_dir = bundle_dir.resolve().relative_to(Path(project).resolve())
+            except ValueError:
+                return None  # outside the project folder: not among the job's artifacts
+        return f"{job_url}/artifacts/browse/{bundle_dir.as_posix()}"
 
     def publish(self, report: Report, options: PublishOptions) -> PublishOutcome:
         from xcompat.forges.base import PublishOutcome, log_deliveries
