@@ -86,12 +86,12 @@ def check_torch_requirement(requires: list[str], version: str, arch: str) -> Non
                              hint=f"allow torch {version} in [build-system] requires to build for {arch}")
 
 
-def _lane_torch(lane: Lane, source: Path) -> tuple[str | None, bool]:
+def _lane_torch(lane: Lane, source: Path, torch: bool = True) -> tuple[str | None, bool]:
     """(why the build compiles against torch or None, whether the lane's torch is given to it),
-    the lane's torch installed first when it is."""
+    the lane's torch installed first when it is (``torch``: False, never)."""
     why = torch_build(source)
     version = torch_version(lane.arch)
-    if why is None or version is None:
+    if why is None or version is None or not torch:
         return why, False
     check_torch_requirement(build_requirements(source), version, lane.arch.name)
     ensure_torch(lane.root, VENV, lane.python, lane.arch)
@@ -99,13 +99,13 @@ def _lane_torch(lane: Lane, source: Path) -> tuple[str | None, bool]:
 
 
 def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str] | None = None,
-                   timeout: float = 3600) -> Path:
+                   timeout: float = 3600, torch: bool = True) -> Path:
     """Build ``source``'s wheel inside the root (pip and the compiler run under QEMU), without
     build isolation: in a venv of the project's build requirements less the frameworks, plus the
     lane's torch for a build that compiles against torch where the arch has one (there is none
     for s390x or ppc64le: a torch-free build needs none)."""
     out.mkdir(parents=True, exist_ok=True)
-    why_torch, with_torch = _lane_torch(lane, source)
+    why_torch, with_torch = _lane_torch(lane, source, torch)
     python = _root_build_env(lane, build_requirements(source), timeout, torch=with_torch)
     inner = dict(env or {})
     if with_torch:  # torch's extension builder finds ninja on PATH: the lane venv has it
@@ -120,7 +120,7 @@ def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str
     if done.returncode != 0 or not wheels:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
         name = lane.arch.name
-        if why_torch is not None and not with_torch:
+        if why_torch is not None and torch_version(lane.arch) is None:
             raise ToolError(f"the {name} build in the emulated root failed, and it compiles against torch "
                             f"({why_torch}), which has no {name} wheel on PyPI: {tail}",
                             hint=f"build only its torch-free part for {name} (a switch of its own build, set "
@@ -131,8 +131,11 @@ def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str
 
 
 def build_for_lane(lane: Lane, project: Path, workdir: Path, *, env: Mapping[str, str] | None = None,
-                   cross: bool = True) -> LaneBuild:
-    """The lane's wheel of ``project`` in ``workdir/wheels``: cross built when possible."""
+                   cross: bool = True, torch: bool = True) -> LaneBuild:
+    """The lane's wheel of ``project`` in ``workdir/wheels``: cross built when possible.
+    ``torch``: False when ``env`` turns off the project's torch part (a switch of its own, such
+    as the sample's ``SAMPLE_EXT_TORCH=0``, which xcompat cannot see): its build is then treated
+    as torch-free, cross built where it can be and never given the lane's torch."""
     log = get_logger()
     source = workdir / "source"
     if source.exists():
@@ -145,7 +148,7 @@ def build_for_lane(lane: Lane, project: Path, workdir: Path, *, env: Mapping[str
     why: str | None = "cross building was turned off"
     if cross:
         try:
-            wheel = cross_build(source, lane.root, lane.arch, out, workdir, extra_env=env)
+            wheel = cross_build(source, lane.root, lane.arch, out, workdir, extra_env=env, torch=torch)
             return LaneBuild(wheel=wheel, mode="cross", seconds=time.perf_counter() - start)
         except CrossUnavailable as err:
             why = str(err)
@@ -153,6 +156,6 @@ def build_for_lane(lane: Lane, project: Path, workdir: Path, *, env: Mapping[str
     shutil.rmtree(source)
     copy_sources(project, source)
     start = time.perf_counter()
-    wheel = emulated_build(lane, source, out, env={**(env or {}), "HOME": "/root"})
+    wheel = emulated_build(lane, source, out, env={**(env or {}), "HOME": "/root"}, torch=torch)
     return LaneBuild(wheel=wheel, mode="emulated", seconds=time.perf_counter() - start, why_emulated=why)
 

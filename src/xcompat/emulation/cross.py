@@ -227,9 +227,11 @@ def _host_build_env(python: str, requires: list[str], base: Path) -> Path:
 
 
 def cross_build(project: Path, root: Path, arch: Arch, out: Path, workdir: Path, *,
-                extra_env: Mapping[str, str] | None = None, timeout: float = 1800) -> Path:
-    """Build ``project``'s wheel for ``arch`` on the host into ``out``; the wheel's path."""
-    refuse_torch_build(project, arch)
+                extra_env: Mapping[str, str] | None = None, timeout: float = 1800, torch: bool = True) -> Path:
+    """Build ``project``'s wheel for ``arch`` on the host into ``out``; the wheel's path.
+    ``torch``: False when ``extra_env`` turns the project's torch part off (see build_for_lane)."""
+    if torch:
+        refuse_torch_build(project, arch)
     setup = cross_setup(root, arch, workdir / "sysconfig")
     cache = Path(os.environ.get("XCOMPAT_CACHE") or Path.home() / ".cache" / "xcompat") / "emulation" / "build-envs"
     venv = _host_build_env(setup.python, build_requirements(project), cache)

@@ -15,7 +15,7 @@ from xcompat.emulation.binfmt import Emulator
 from xcompat.emulation.build import _lane_torch, check_torch_requirement
 from xcompat.emulation.cross import CrossUnavailable, cross_build, refuse_torch_build, torch_build
 from xcompat.emulation.lane import Lane
-from xcompat.errors import InputError
+from xcompat.errors import InputError, XcompatError
 
 SAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample-ext"
 PYPROJECT = """\
@@ -61,6 +61,17 @@ def test_the_sample_with_its_op_is_not_cross_built_for_aarch64_and_says_why(tmp_
     assert "compiles against torch (torch is in its [build-system] requires)" in message
     assert "not the lane's aarch64 torch 2.6.0" in message
     assert not (tmp_path / "out").exists() and not (tmp_path / "work").exists()  # refused before any work
+
+
+def test_a_caller_that_turns_the_torch_part_off_keeps_the_cross_build(tmp_path: Path) -> None:
+    """The sample's SAMPLE_EXT_TORCH=0 is a switch of its own: the caller says the build is torch-free."""
+    source = shutil.copytree(SAMPLE, tmp_path / "sample", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    with pytest.raises(XcompatError) as caught:  # past the torch check: the root is missing
+        cross_build(source, tmp_path / "no-root", arch("aarch64"), tmp_path / "out", tmp_path / "work", torch=False)
+    assert "torch" not in str(caught.value)
+    assert _lane_torch(_lane(tmp_path, "aarch64"), source, torch=False) == \
+        ("torch is in its [build-system] requires", False)
+    assert not (tmp_path / "root").exists()  # no torch install was tried
 
 
 def test_a_setup_py_that_builds_with_torch_counts_without_a_build_requirement(tmp_path: Path) -> None:
