@@ -14,6 +14,7 @@ exactly the ``libtorch`` its tests load.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -118,7 +119,7 @@ def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str
                                                                      encoding="utf-8")
     wheels = sorted(out.glob(f"*{lane.arch.name}*.whl")) or sorted(out.glob("*-none-any.whl"))
     if done.returncode != 0 or not wheels:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
+        tail = _failure(done.stdout + "\n" + done.stderr)
         name = lane.arch.name
         if why_torch is not None and torch_version(lane.arch) is None:
             raise ToolError(f"the {name} build in the emulated root failed, and it compiles against torch "
@@ -128,6 +129,14 @@ def emulated_build(lane: Lane, source: Path, out: Path, *, env: Mapping[str, str
         raise ToolError(f"the {name} build in the emulated root failed: {tail}",
                         hint="run the project's build in that root to see the whole log")
     return wheels[-1]
+
+
+def _failure(output: str) -> str:
+    """What a failed pip build says: the build's own exception where it raised one (pip's closing
+    notes say nothing of the cause), else its last lines."""
+    lines = output.strip().splitlines()
+    raised = [line.strip() for line in lines if re.match(r"\s*[\w.]*(Error|Exception): ", line)]
+    return (raised[-1] if raised else " | ".join(lines[-3:]))[:400]
 
 
 def build_for_lane(lane: Lane, project: Path, workdir: Path, *, env: Mapping[str, str] | None = None,

@@ -12,7 +12,7 @@ import pytest
 
 from xcompat.emulation.arches import arch
 from xcompat.emulation.binfmt import Emulator
-from xcompat.emulation.build import _lane_torch, check_torch_requirement
+from xcompat.emulation.build import _failure, _lane_torch, check_torch_requirement
 from xcompat.emulation.cross import CrossUnavailable, cross_build, refuse_torch_build, torch_build
 from xcompat.emulation.lane import Lane
 from xcompat.errors import InputError, XcompatError
@@ -106,3 +106,11 @@ def test_a_torch_requirement_the_lane_torch_does_not_meet_is_one_line(tmp_path: 
     with pytest.raises(InputError, match="torch>=2.7"):
         _lane_torch(_lane(tmp_path, "aarch64"), project)
     assert not (tmp_path / "root").exists()  # refused before torch is installed
+
+
+def test_a_failed_build_is_told_by_its_own_exception_not_by_pips_closing_notes() -> None:
+    log = ("Processing /src\n  error: subprocess-exited-with-error\n  Traceback (most recent call last):\n"
+           "      ModuleNotFoundError: No module named 'torch'\n  [end of output]\n"
+           "note: This is an issue with the package mentioned above, not pip.\nhint: See above for details.\n")
+    assert _failure(log) == "ModuleNotFoundError: No module named 'torch'"
+    assert _failure("one\ntwo\nthree\nfour\n") == "two | three | four"  # no exception: the last lines
