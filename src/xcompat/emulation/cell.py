@@ -40,10 +40,12 @@ def install_for_lane(wheel: Path, site: Path) -> Path:
 
 def run_tests_in_lane(lane: Lane, project: Path, workdir: Path, *, targets: Sequence[str] = ("tests",),
                  isolate: str = "test", build_env: Mapping[str, str] | None = None,
-                 cross: bool = True, timeout: float = 3600, cell_id: str | None = None) -> LaneTests:
-    """Build ``project`` for ``lane`` and run its tests there; the result lands in ``workdir``."""
+                 cross: bool = True, torch: bool = True, timeout: float = 3600,
+                 cell_id: str | None = None) -> LaneTests:
+    """Build ``project`` for ``lane`` and run its tests there; the result lands in ``workdir``.
+    ``torch``: False when ``build_env`` turns the project's torch part off (see build_for_lane)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    build = build_for_lane(lane, project, workdir, env=build_env, cross=cross)
+    build = build_for_lane(lane, project, workdir, env=build_env, cross=cross, torch=torch)
     site = install_for_lane(build.wheel, workdir / "site")
     package = xcompat_copy(workdir)
     result = workdir / "test.json"
