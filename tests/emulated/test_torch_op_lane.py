@@ -23,12 +23,14 @@ from tests.emulated.helpers import lane, native_outcomes, outcomes
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "sample-ext"
-TARGETS = ["tests/test_core.py", "tests/test_ops.py"]
-# Device tests: skipped on both sides, the CUDA part is not built (the lane has no nvcc or GPU).
-# tests/test_edge_cases.py is left out: it needs hypothesis and xcompat's pytest plugin (its
-# ``device`` fixture), which the lane's venv does not provide.
+# All the sample's test files: test_edge_cases.py takes hypothesis (installed with the lane's
+# torch) and xcompat's pytest plugin (its ``device`` fixture, loaded from the lane's copy of xcompat)
+TARGETS = ["tests/test_core.py", "tests/test_ops.py", "tests/test_edge_cases.py"]
+# Device tests: skipped on both sides, the CUDA part is not built (the lane has no nvcc or GPU),
+# and the mixed-device check needs a second device.
 CUDA_TESTS = {"tests/test_ops.py::test_cuda_kernel_shipped_when_built",
-              "tests/test_ops.py::test_scaled_add_cuda_matches_float64"}
+              "tests/test_ops.py::test_scaled_add_cuda_matches_float64",
+              "tests/test_edge_cases.py::test_op_refuses_mixed_devices"}
 LANE_TORCH = "/opt/xcompat-venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"
 MATRIX = """\
 xcompat: 1
@@ -113,6 +115,9 @@ def test_the_sample_torch_op_is_built_in_the_root_against_the_lane_torch_and_pas
     result = json.loads((out / "test.json").read_text(encoding="utf-8"))
     assert outcomes(out / "test.json") == native, output[-3000:]
     assert sum(n.startswith("tests/test_ops.py::") and o == "passed" for n, o in native.items()) >= 19
+    # the edge cases ran on the lane, hypothesis's and the device fixture's included, not skipped
+    assert {"tests/test_edge_cases.py::test_op_matches_float64_reference_on_edge_inputs",
+            "tests/test_edge_cases.py::test_op_on_each_backend[cpu]"} <= {n for n, o in native.items() if o == "passed"}
     mapped = _mapped(result)  # the op ran on the lane's torch
     assert LANE_TORCH in mapped and any(p.endswith(f"/{name}") for p in mapped), sorted(mapped)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))

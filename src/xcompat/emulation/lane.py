@@ -4,7 +4,8 @@ Host folders are bound into the root at the same absolute paths, so the commands
 runs on the host (``python -m xcompat test … --json OUT/test.json``) run unchanged inside
 the root: only the interpreter changes, to the root's venv, which holds xcompat's runtime
 needs and pytest (made once per root and requirement list). xcompat itself is a copy of the
-running package, bound in read-only, so the lane runs exactly this xcompat.
+running package, bound in read-only, so the lane runs exactly this xcompat; the copy carries
+its package metadata, so pytest there loads xcompat's plugin as an installed xcompat's.
 """
 
 from __future__ import annotations
@@ -87,8 +88,27 @@ def ensure_venv(root: Path, requirements: Sequence[str] = RUNTIME_REQUIREMENTS, 
     stamp.write_text(wanted + "\n", encoding="utf-8")
 
 
+# xcompat's pytest plugins, as pyproject.toml's [project.entry-points.pytest11] names them: pytest
+# finds plugins by entry point, so the copy carries them in a .dist-info of its own
+PYTEST_PLUGINS = {"xcompat": "xcompat.testing.plugin"}
+
+
+def _dist_info(target: Path) -> Path:
+    """The copy's package metadata: enough for importlib.metadata to find xcompat on
+    PYTHONPATH and for pytest to load its plugin (the ``device`` fixture) as it does where
+    xcompat is installed."""
+    info = target / f"xcompat-{xcompat.__version__}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: xcompat\nVersion: {xcompat.__version__}\n",
+                                   encoding="utf-8")
+    plugins = [f"{name} = {module}" for name, module in PYTEST_PLUGINS.items()]
+    (info / "entry_points.txt").write_text("\n".join(["[pytest11]", *plugins]) + "\n", encoding="utf-8")
+    return info
+
+
 def xcompat_copy(workdir: Path) -> Path:
-    """A folder holding a copy of the running xcompat package, for the root's PYTHONPATH."""
+    """A folder holding a copy of the running xcompat package, for the root's PYTHONPATH, with
+    its package metadata (its pytest plugin loads there as from an installed xcompat)."""
     source = Path(xcompat.__file__).resolve().parent
     target = workdir / "xcompat-pkg"
     if target.exists():
@@ -99,6 +119,7 @@ def xcompat_copy(workdir: Path) -> Path:
     for name in ("schemas", "kernels"):  # what the stages run in the root read
         if not (data / name).is_dir():
             shutil.copytree(data_dir(name), data / name, ignore=ignore)
+    _dist_info(target)
     return target
 
 

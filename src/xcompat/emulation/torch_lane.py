@@ -4,7 +4,8 @@ The torch wheel of the lane's arch is downloaded once on the host (pip, for the 
 platform and Python; no emulation) into the tier cache, then installed into the root's venv by
 the root's own pip, so that the wheel's dependencies are chosen for the root's platform (pip on
 the host would read torch's ``platform_machine`` markers as the host's and pull CUDA libraries).
-``ninja`` goes in too: torch's C++ extension loader needs it to build the kernels in the root.
+``ninja`` goes in too: torch's C++ extension loader needs it to build the kernels in the root;
+and hypothesis and numpy, for a project's torch tests written with ``xcompat.testing``.
 
 The version is the arch's ``torch`` in ``arches.json``: a CPU build (PyPI's aarch64 wheels of
 later releases are CUDA builds that need NVIDIA's libraries). An arch without one (ppc64le,
@@ -28,8 +29,9 @@ from xcompat.emulation.roots import _locked, cache_dir
 from xcompat.errors import ToolError
 
 # what the kernels need besides torch: ninja for torch's cpp_extension.load (the root has the
-# compiler), numpy for the reference values
-EXTRA = ("ninja", "numpy")
+# compiler), numpy for the reference values; and hypothesis, which with numpy is what
+# xcompat.testing's tensor strategies need (the xcompat[testing] extra) for a project's torch tests
+EXTRA = ("ninja", "numpy", "hypothesis>=6.100")
 STAMP = ".xcompat-torch"
 INSTALL_TIMEOUT_S = 1800
 
